@@ -1,0 +1,44 @@
+// Brings in the OpenAPI fields (summary, tags, hide) of route schemas.
+import type {} from '@fastify/swagger';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { Config } from './config.js';
+import { useCors, type CorsSettings } from './http/cors.js';
+import { useProblemErrors } from './http/error-handler.js';
+import { BODY_LIMIT_BYTES, useStrictJsonBodies } from './http/json-body.js';
+import { productsV1 } from './http/products-v1.js';
+import { productsV2 } from './http/products-v2.js';
+import type { CatalogueStore } from './storage/store.js';
+
+export interface AppOptions {
+  readonly config: Config;
+  readonly store: CatalogueStore;
+  /** Fastify's logger setting: `false` in tests, pino options in the server. */
+  readonly logger?: FastifyServerOptions['logger'];
+}
+
+/**
+ * Builds the catalogue's HTTP application over a store. It reads no environment and never listens.
+ *
+ * @example const app = await buildApp({ config: loadConfig({}), store }); await app.listen({ port: 0 });
+ */
+export async function buildApp({ config, store, logger = false }: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger,
+    bodyLimit: BODY_LIMIT_BYTES,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+  });
+  const cors: CorsSettings = { origin: config.corsOrigin, allowedHeaders: ['Content-Type'] };
+
+  useProblemErrors(app);
+  useStrictJsonBodies(app);
+  await useCors(app, cors);
+  await app.register(productsV1, { store, cors });
+  await app.register(productsV2, {
+    store,
+    cors,
+    pagination: config.pagination,
+    pageSize: config.pageSize,
+    maxLimit: config.maxLimit,
+  });
+  return app;
+}

@@ -1,0 +1,139 @@
+import { isIP } from 'node:net';
+
+export type Pagination = 'limit-offset' | 'page-number';
+
+export type DatabaseLocation =
+  | { readonly kind: 'sqlite'; readonly path: string }
+  | { readonly kind: 'postgres'; readonly url: string };
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly database: DatabaseLocation;
+  readonly dbPoolMax: number;
+  readonly pagination: Pagination;
+  readonly pageSize: number;
+  readonly maxLimit: number;
+  /** `'*'` or a list of exact origins allowed to read answers from a browser. */
+  readonly corsOrigin: '*' | readonly string[];
+  readonly logLevel: string;
+}
+
+export class ConfigError extends Error {
+  readonly problems: readonly string[];
+
+  constructor(problems: readonly string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/**
+ * Reads the service's settings from an environment, checks every one, and reports all bad ones at once.
+ *
+ * @throws ConfigError naming each setting whose value is refused.
+ * @example loadConfig({ PORT: '8080', PAGINATION: 'page-number' })
+ */
+export function loadConfig(env: Readonly<Record<string, string | undefined>>): Config {
+  const problems: string[] = [];
+  const read = (name: string, fallback: string): string => {
+    const value = env[name];
+    return value === undefined || value.trim() === '' ? fallback : value.trim();
+  };
+  const integer = (name: string, fallback: number, min: number, max: number): number => {
+    const text = read(name, String(fallback));
+    if (!/^[0-9]+$/.test(text) || Number(text) < min || Number(text) > max) {
+      problems.push(`${name}=${JSON.stringify(text)} is not valid: expected a whole number from ${min} to ${max}.`);
+      return fallback;
+    }
+    return Number(text);
+  };
+
+  const port = integer('PORT', 8000, 0, 65535);
+  const host = read('HOST', '127.0.0.1');
+  if (!isIP(host) && !/^[a-zA-Z0-9.-]+$/.test(host)) {
+    problems.push(`HOST=${JSON.stringify(host)} is not valid: expected an IP address or a host name.`);
+  }
+
+  const databaseUrl = read('DATABASE_URL', 'sqlite:./data/catalogue.db');
+  const database = parseDatabaseUrl(databaseUrl);
+  if (database === undefined) {
+    problems.push(
+      `DATABASE_URL=${JSON.stringify(redactPassword(databaseUrl))} is not valid: expected sqlite:PATH, sqlite::memory: or postgres://user@host:port/database.`,
+    );
+  }
+  const dbPoolMax = integer('DB_POOL_MAX', 10, 1, 1000);
+
+  const pagination = read('PAGINATION', 'limit-offset');
+  if (pagination !== 'limit-offset' && pagination !== 'page-number') {
+    problems.push(`PAGINATION=${JSON.stringify(pagination)} is not valid: expected limit-offset or page-number.`);
+  }
+  const maxLimit = integer('MAX_LIMIT', 1000, 1, 100_000);
+  const pageSize = integer('PAGE_SIZE', 100, 1, 100_000);
+  if (pageSize > maxLimit) {
+    problems.push(`PAGE_SIZE=${pageSize} is not valid: it must not be larger than MAX_LIMIT (${maxLimit}).`);
+  }
+
+  const corsOrigin = parseCorsOrigin(read('CORS_ORIGIN', '*'));
+  if (corsOrigin === undefined) {
+    problems.push(
+      `CORS_ORIGIN=${JSON.stringify(read('CORS_ORIGIN', '*'))} is not valid: expected * or a comma-separated list of origins such as https://shop.example.`,
+    );
+  }
+
+  const logLevel = read('LOG_LEVEL', 'info');
+  if (!LOG_LEVELS.includes(logLevel)) {
+    problems.push(`LOG_LEVEL=${JSON.stringify(logLevel)} is not valid: expected one of ${LOG_LEVELS.join(', ')}.`);
+  }
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze({
+    port,
+    host,
+    database: database!,
+    dbPoolMax,
+    pagination: pagination as Pagination,
+    pageSize,
+    maxLimit,
+    corsOrigin: corsOrigin!,
+    logLevel,
+  });
+}
+
+function parseDatabaseUrl(url: string): DatabaseLocation | undefined {
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length);
+    return path === '' ? undefined : Object.freeze({ kind: 'sqlite', path });
+  }
+  if (/^postgres(ql)?:\/\//.test(url)) {
+    try {
+      new URL(url);
+      return Object.freeze({ kind: 'postgres', url });
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
+function parseCorsOrigin(text: string): Config['corsOrigin'] | undefined {
+  if (text === '*') return '*';
+  const origins = text.split(',').map((origin) => origin.trim());
+  for (const origin of origins) {
+    try {
+      const url = new URL(origin);
+      if (url.origin !== origin) return undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  return Object.freeze(origins);
+}
+
+/** Hides a password in a database URL before it is shown in a message or a log. */
+export function redactPassword(url: string): string {
+  return url.replace(/^(postgres(?:ql)?:\/\/[^:@/]*:)[^@/]*@/, '$1***@');
+}

@@ -1,0 +1,33 @@
+import cors from '@fastify/cors';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+
+export interface CorsSettings {
+  readonly origin: '*' | readonly string[];
+  /** Request headers a browser may send cross-origin. */
+  readonly allowedHeaders: readonly string[];
+}
+
+export const CORS_METHODS = 'GET, POST, OPTIONS';
+
+/**
+ * Puts `Access-Control-Allow-Origin` on every answer. Preflights are answered by each route's own
+ * OPTIONS handler (see `preflight`), so that OPTIONS on a path that is no route stays a 404 and
+ * a preflight without `Origin` is still a 200, as the contract wants.
+ */
+export async function useCors(app: FastifyInstance, settings: CorsSettings): Promise<void> {
+  await app.register(cors, {
+    origin: settings.origin === '*' ? '*' : [...settings.origin],
+    preflight: false,
+  });
+}
+
+/** The CORS preflight answer: 200, no body. */
+export function preflight(reply: FastifyReply, settings: CorsSettings, allow: string): FastifyReply {
+  return reply
+    .code(200)
+    .header('Allow', allow)
+    .header('Access-Control-Allow-Methods', CORS_METHODS)
+    .header('Access-Control-Allow-Headers', settings.allowedHeaders.join(', '))
+    .header('Access-Control-Max-Age', '86400')
+    .send();
+}

@@ -1,0 +1,54 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { DuplicateBarcodeError, InvalidProductError, StoreUnavailableError } from '../catalogue/errors.js';
+import { BODY_LIMIT_BYTES, UNSUPPORTED_MEDIA_TYPE } from './json-body.js';
+import { HttpProblem, sendProblem } from './problem.js';
+
+/** Seconds a client should wait before retrying while the database is unreachable. */
+const RETRY_AFTER_SECONDS = '5';
+
+/**
+ * Maps every error to a problem document, in one place: domain errors to their statuses, Fastify's
+ * client errors to theirs, anything else to a 500 that is logged and says nothing of internals.
+ */
+export function useProblemErrors(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError | Error, request, reply) => {
+    if (error instanceof HttpProblem) {
+      reply.headers(error.headers);
+      return sendProblem(reply, error.status, error.message, error.errors);
+    }
+    if (error instanceof InvalidProductError) {
+      return sendProblem(reply, 400, error.message, error.errors);
+    }
+    if (error instanceof DuplicateBarcodeError) {
+      return sendProblem(reply, 409, error.message, { barcode: ['A product with this barcode is already in the catalogue.'] });
+    }
+    if (error instanceof StoreUnavailableError) {
+      request.log.warn({ err: error.cause }, 'database unreachable');
+      reply.header('Retry-After', RETRY_AFTER_SECONDS);
+      return sendProblem(reply, 503, 'The catalogue database is not reachable right now; try again shortly.');
+    }
+    const status = 'statusCode' in error && typeof error.statusCode === 'number' ? error.statusCode : 500;
+    if (status >= 400 && status < 500) {
+      return sendProblem(reply, status, clientErrorDetail(error as FastifyError));
+    }
+    request.log.error({ err: error }, 'request failed');
+    return sendProblem(reply, 500, 'Something went wrong on our side; it has been logged.');
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(reply, 404, `There is nothing at ${request.method} ${request.url.split('?')[0]}.`),
+  );
+}
+
+function clientErrorDetail(error: FastifyError): string {
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return `The body is larger than the limit of ${BODY_LIMIT_BYTES} bytes.`;
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return UNSUPPORTED_MEDIA_TYPE;
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return 'The body is empty; send a JSON object.';
+    default:
+      return error.message;
+  }
+}

@@ -1,0 +1,51 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { parse } from 'lossless-json';
+import { JsonNumber } from '../catalogue/json-number.js';
+import { HttpProblem } from './problem.js';
+
+/** The contract's body limit: 16 KiB, inclusive. */
+export const BODY_LIMIT_BYTES = 16_384;
+
+export const UNSUPPORTED_MEDIA_TYPE = 'Send the product as JSON, with the header Content-Type: application/json.';
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Replaces Fastify's body parsers with one strict JSON parser.
+ *
+ * Stock `JSON.parse` cannot serve the contract: it replaces invalid UTF-8 with U+FFFD instead of
+ * refusing it, and turns `12.50` and `1e3` into doubles, losing the text the price rules need.
+ * `lossless-json` keeps each number's text (as a `JsonNumber`) and defines `__proto__` keys as plain
+ * data, as `JSON.parse` does. Every other content type is answered 415 by Fastify.
+ */
+export function useStrictJsonBodies(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: BODY_LIMIT_BYTES }, (_request: FastifyRequest, raw: Buffer | string, done) => {
+    try {
+      done(null, parseJsonBody(typeof raw === 'string' ? Buffer.from(raw) : raw));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  });
+}
+
+/**
+ * Decodes a request body as strict UTF-8 JSON, numbers kept as written.
+ * @throws HttpProblem 400 for an empty body, invalid UTF-8 or invalid JSON.
+ */
+export function parseJsonBody(raw: Buffer): unknown {
+  let text: string;
+  try {
+    text = utf8.decode(raw);
+  } catch {
+    throw new HttpProblem(400, 'The body is not valid UTF-8, so it is not JSON.');
+  }
+  if (text.trim() === '') throw new HttpProblem(400, 'The body is empty; send a JSON object.');
+  try {
+    return parse(text, null, (digits) => new JsonNumber(digits));
+  } catch (error) {
+    // A RangeError is a stack overflow from absurd nesting: still the client's malformed body.
+    const reason = error instanceof SyntaxError ? `: ${error.message}` : '';
+    throw new HttpProblem(400, `The body is not valid JSON${reason}.`);
+  }
+}

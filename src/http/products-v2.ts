@@ -1,0 +1,84 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import Type from 'typebox';
+import type { Pagination } from '../config.js';
+import type { CatalogueStore } from '../storage/store.js';
+import type { CorsSettings } from './cors.js';
+import {
+  PAGE_NUMBER_SIZE,
+  limitOffsetLinks,
+  pageNumberLinks,
+  parseLimitOffset,
+  parsePage,
+} from './pagination.js';
+import { HttpProblem, ProblemSchema } from './problem.js';
+import { resource } from './resource.js';
+import { PageSchema, type PageWire } from './schemas.js';
+import { pageItemWire, requestParams, requestPath } from './wire.js';
+
+export interface ProductsV2Options {
+  readonly store: CatalogueStore;
+  readonly cors: CorsSettings;
+  readonly pagination: Pagination;
+  readonly pageSize: number;
+  readonly maxLimit: number;
+}
+
+/** v2: the catalogue a page at a time, in the style the deployment chose. */
+export async function productsV2(app: FastifyInstance, options: ProductsV2Options): Promise<void> {
+  const { store, cors, pagination } = options;
+  const querystring =
+    pagination === 'limit-offset'
+      ? Type.Object({
+          limit: Type.Optional(Type.String({ description: `Items in this page: a whole number ≥ 1; default ${options.pageSize}; above ${options.maxLimit} it is lowered to ${options.maxLimit}.` })),
+          offset: Type.Optional(Type.String({ description: 'Items skipped from the start: a whole number ≥ 0; default 0.' })),
+        })
+      : Type.Object({
+          page: Type.Optional(Type.String({ description: `Page number (${PAGE_NUMBER_SIZE} a page): a whole number ≥ 1, or "last"; default 1.` })),
+        });
+
+  resource(app, cors, '/api/v2/shop/products', {
+    GET: {
+      options: {
+        schema: {
+          summary: `One page of products (${pagination} style)`,
+          tags: ['v2'],
+          querystring,
+          response: { 200: PageSchema, 400: ProblemSchema, 404: ProblemSchema },
+        },
+      },
+      handler: async (request) =>
+        pagination === 'limit-offset' ? limitOffsetPage(request, store, options) : pageNumberPage(request, store),
+    },
+  });
+}
+
+async function limitOffsetPage(request: FastifyRequest, store: CatalogueStore, options: ProductsV2Options): Promise<PageWire> {
+  const params = requestParams(request.url);
+  const parsed = parseLimitOffset(params, options.pageSize, options.maxLimit);
+  if (!parsed.ok) throw new HttpProblem(400, 'The page parameters are not valid.', { errors: parsed.errors });
+  const count = await store.countProducts();
+  const { limit, offset } = parsed.value;
+  const products = offset >= count ? [] : await store.listProducts(offset, limit);
+  const links = limitOffsetLinks(baseUrl(request), requestPath(request.url), params, parsed.value, count);
+  return { count, ...links, results: products.map(pageItemWire) };
+}
+
+async function pageNumberPage(request: FastifyRequest, store: CatalogueStore): Promise<PageWire> {
+  const params = requestParams(request.url);
+  const parsed = parsePage(params);
+  if (!parsed.ok) throw new HttpProblem(400, 'The page parameter is not valid.', { errors: parsed.errors });
+  const count = await store.countProducts();
+  const lastPage = Math.max(1, Math.ceil(count / PAGE_NUMBER_SIZE));
+  const page = parsed.value === 'last' ? lastPage : parsed.value;
+  if (page > lastPage) {
+    throw new HttpProblem(404, `Page ${page} does not exist; the last page is ${lastPage}.`);
+  }
+  const products = await store.listProducts((page - 1) * PAGE_NUMBER_SIZE, PAGE_NUMBER_SIZE);
+  const links = pageNumberLinks(baseUrl(request), requestPath(request.url), params, page, lastPage);
+  return { count, ...links, results: products.map(pageItemWire) };
+}
+
+/** `http://host:port` as the client addressed the service. */
+function baseUrl(request: FastifyRequest): string {
+  return `${request.protocol}://${request.host}`;
+}

@@ -1,0 +1,53 @@
+import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import type { DialectKind } from './schema.js';
+
+/**
+ * The schema's history, oldest first. Each step is written once and adapts only the column
+ * types that differ between databases.
+ */
+function migrationsFor(dialect: DialectKind): Record<string, Migration> {
+  return {
+    '0001_create_product': {
+      async up(db: Kysely<unknown>): Promise<void> {
+        await db.schema
+          .createTable('product')
+          .addColumn('pk', dialect === 'sqlite' ? 'integer' : 'bigint', (col) =>
+            // AUTOINCREMENT on SQLite and an identity on PostgreSQL both guarantee a pk is never reused.
+            dialect === 'sqlite' ? col.primaryKey().autoIncrement() : col.primaryKey().generatedAlwaysAsIdentity(),
+          )
+          .addColumn('name', 'text', (col) => col.notNull())
+          .addColumn('barcode', 'text', (col) => col.notNull().unique())
+          .addColumn('price_cents', 'bigint', (col) => col.notNull().check(sql`price_cents >= 0`))
+          .execute();
+      },
+      async down(db: Kysely<unknown>): Promise<void> {
+        await db.schema.dropTable('product').execute();
+      },
+    },
+  };
+}
+
+class InCodeMigrations implements MigrationProvider {
+  readonly #dialect: DialectKind;
+
+  constructor(dialect: DialectKind) {
+    this.#dialect = dialect;
+  }
+
+  async getMigrations(): Promise<Record<string, Migration>> {
+    return migrationsFor(this.#dialect);
+  }
+}
+
+/**
+ * Brings the database's schema up to date.
+ *
+ * @returns the names of the migrations that ran now (empty when it was already current).
+ * @throws the migration's error; the failed step is rolled back where the database allows it.
+ */
+export async function migrateToLatest(db: Kysely<unknown>, dialect: DialectKind): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: new InCodeMigrations(dialect) });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error !== undefined) throw error;
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

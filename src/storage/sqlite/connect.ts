@@ -1,0 +1,38 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import { Kysely, SqliteDialect } from 'kysely';
+import type { Database } from '../schema.js';
+import type { DialectErrors } from '../kysely-store.js';
+
+/** Every pragma the service relies on, in one place. */
+const PRAGMAS = [
+  // Readers never block the writer and vice versa; several processes may share the file.
+  'journal_mode = WAL',
+  // A 201 is sent only after the commit is on disk.
+  'synchronous = FULL',
+  // Wait for another process's write lock instead of failing at once.
+  'busy_timeout = 5000',
+  'foreign_keys = ON',
+];
+
+/**
+ * Opens (creating when missing, folder included) the SQLite database at `path`, or an in-memory
+ * one for `:memory:`, with the service's pragmas applied.
+ */
+export function connectSqlite(path: string): Kysely<Database> {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const database = new SqliteDatabase(path);
+  for (const pragma of PRAGMAS) database.pragma(pragma);
+  return new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+}
+
+export const sqliteErrors: DialectErrors = {
+  isUniqueViolation: (error) => errorCode(error) === 'SQLITE_CONSTRAINT_UNIQUE',
+  // An embedded database is never "unreachable"; a busy or broken file is a real error.
+  isConnectionFailure: () => false,
+};
+
+function errorCode(error: unknown): unknown {
+  return typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
+}

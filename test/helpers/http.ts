@@ -1,0 +1,44 @@
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+
+export interface RawResponse {
+  readonly status: number;
+  readonly headers: IncomingHttpHeaders;
+  /** The body as text ('' when there was none). */
+  readonly text: string;
+  /** The body parsed as JSON, or `undefined` when it is empty. */
+  readonly json: unknown;
+}
+
+export interface RawRequest {
+  readonly method?: string;
+  readonly headers?: Record<string, string | number>;
+  /** Sent exactly as given: a string (UTF-8) or raw bytes. */
+  readonly body?: string | Buffer;
+}
+
+/**
+ * Sends one request over a real socket with `node:http`, which (unlike fetch) lets a test send any
+ * method, any bytes and no Content-Type at all.
+ */
+export function send(url: string, options: RawRequest = {}): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: options.method ?? 'GET', headers: options.headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let json: unknown;
+        if (text !== '' && /json/.test(res.headers['content-type'] ?? '')) json = JSON.parse(text);
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+/** POSTs a JSON body (already a string, so tests control every byte). */
+export function postJson(url: string, body: string | Buffer, headers: Record<string, string> = {}): Promise<RawResponse> {
+  return send(url, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body });
+}

@@ -1,0 +1,26 @@
+import { ean13CheckDigit } from '../../src/catalogue/ean13.js';
+import { postJson, send } from './http.js';
+
+let sequence = 0;
+
+/** A valid EAN-13 that no other call in this process returns. */
+export function uniqueBarcode(): string {
+  sequence += 1;
+  const first12 = `20${String(process.pid % 10000).padStart(4, '0')}${String(sequence).padStart(6, '0')}`;
+  return first12 + String(ean13CheckDigit(first12));
+}
+
+/** Creates a product through the API and returns its body; fails the test on anything but 201. */
+export async function createProduct(baseUrl: string, fields: Partial<{ name: string; barcode: string; price: string }> = {}) {
+  const body = { name: `Product ${sequence + 1}`, barcode: uniqueBarcode(), price: '1.00', ...fields };
+  const res = await postJson(`${baseUrl}/api/v1/shop/product/`, JSON.stringify(body));
+  if (res.status !== 201) throw new Error(`create failed: ${res.status} ${res.text}`);
+  return res.json as { pk: number; name: string; barcode: string; price: string };
+}
+
+/** The whole catalogue as the v1 list returns it. */
+export async function listAll(baseUrl: string) {
+  const res = await send(`${baseUrl}/api/v1/shop/products`);
+  if (res.status !== 200) throw new Error(`list failed: ${res.status}`);
+  return res.json as Array<{ pk: number; name: string; barcode: string; price: string }>;
+}

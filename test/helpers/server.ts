@@ -1,0 +1,54 @@
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/app.js';
+import { loadConfig, type Config, type DatabaseLocation } from '../../src/config.js';
+import { openStore } from '../../src/storage/open-store.js';
+import type { CatalogueStore } from '../../src/storage/store.js';
+import type { TestStore } from './stores.js';
+
+export interface RunningServer {
+  /** `http://127.0.0.1:PORT`, no trailing slash. */
+  readonly url: string;
+  readonly config: Config;
+  readonly location: DatabaseLocation;
+  readonly app: FastifyInstance;
+  readonly store: CatalogueStore;
+  /** Stops the server and closes the store; the database is kept. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the real app on a real socket (port 0) over a database location, with settings given as
+ * the environment would give them.
+ */
+export async function startServer(location: DatabaseLocation, env: Record<string, string> = {}): Promise<RunningServer> {
+  const config = loadConfig({ ...env });
+  const store = await openStore(location);
+  const app = await buildApp({ config, store });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    config,
+    location,
+    app,
+    store,
+    stop: async () => {
+      await app.close();
+      await store.close();
+    },
+  };
+}
+
+/** A fresh database of `testStore` with a server over it; `stop()` also drops the database. */
+export async function startFreshServer(testStore: TestStore, env: Record<string, string> = {}): Promise<RunningServer> {
+  const { location, drop } = await testStore.create();
+  const server = await startServer(location, env);
+  return {
+    ...server,
+    stop: async () => {
+      await server.stop();
+      await drop();
+    },
+  };
+}
