@@ -7,17 +7,15 @@ import type { DatabaseLocation } from '../../src/config.js';
 /** One database the suite runs against: how to make a fresh, empty one and how to drop it. */
 export interface TestStore {
   readonly name: string;
-  /**
-   * Why this database is not tested on this machine, or `undefined` when it is. Pass it on:
-   * `describe(store.name, { skip: store.skip }, ...)`.
-   */
-  readonly skip?: string;
+  /** Why this database's runs are skipped here, or `false` when they run. */
+  readonly skip: string | false;
   /** A new empty database location, private to the caller. */
   create(): Promise<{ location: DatabaseLocation; drop(): Promise<void> }>;
 }
 
 const sqlite: TestStore = {
   name: 'sqlite',
+  skip: false,
   async create() {
     const dir = mkdtempSync(join(tmpdir(), 'catalogue-test-'));
     return {
@@ -41,7 +39,7 @@ let schemaSequence = 0;
  */
 export const postgres: TestStore = {
   name: 'postgres',
-  skip: TEST_DATABASE_URL === undefined ? 'TEST_DATABASE_URL is not set: PostgreSQL runs skipped' : undefined,
+  skip: TEST_DATABASE_URL === undefined ? 'TEST_DATABASE_URL is not set: PostgreSQL runs skipped' : false,
   async create() {
     if (TEST_DATABASE_URL === undefined) throw new Error('TEST_DATABASE_URL is not set.');
     schemaSequence += 1;
