@@ -20,6 +20,20 @@ async function timed(request: () => Promise<RawResponse>): Promise<RawResponse &
   return { ...res, ms: performance.now() - started };
 }
 
+/** A fresh PostgreSQL database, a proxy in front of it, and the service connected through the proxy. */
+async function startBehindProxy(env: Record<string, string> = {}): Promise<{ proxy: TcpProxy; server: RunningServer; drop: () => Promise<void> }> {
+  const { location, drop } = await postgres.create();
+  if (location.kind !== 'postgres') throw new Error('expected a PostgreSQL location');
+  const direct = new URL(location.url);
+  const proxy = new TcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
+  await proxy.open();
+  const proxied = new URL(location.url);
+  proxied.hostname = '127.0.0.1';
+  proxied.port = String(proxy.port);
+  const server = await startServer({ kind: 'postgres', url: proxied.toString() }, env);
+  return { proxy, server, drop };
+}
+
 describe('PostgreSQL lost and back while the service runs', { skip: postgres.skip }, () => {
   let proxy: TcpProxy;
   let server: RunningServer;
@@ -27,16 +41,7 @@ describe('PostgreSQL lost and back while the service runs', { skip: postgres.ski
   let espresso: Awaited<ReturnType<typeof createProduct>>;
 
   before(async () => {
-    const { location, drop } = await postgres.create();
-    dropDatabase = drop;
-    if (location.kind !== 'postgres') throw new Error('expected a PostgreSQL location');
-    const direct = new URL(location.url);
-    proxy = new TcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
-    await proxy.open();
-    const proxied = new URL(location.url);
-    proxied.hostname = '127.0.0.1';
-    proxied.port = String(proxy.port);
-    server = await startServer({ kind: 'postgres', url: proxied.toString() });
+    ({ proxy, server, drop: dropDatabase } = await startBehindProxy());
     espresso = await createProduct(server.url, { name: 'Espresso 1 kg', price: '12.99' });
   });
 
@@ -84,5 +89,71 @@ describe('PostgreSQL lost and back while the service runs', { skip: postgres.ski
     const list = await send(`${server.url}/api/v1/shop/products`);
     assert.equal(list.status, 200);
     assert.deepEqual((list.json as Array<{ pk: number }>).at(-1), created);
+  });
+});
+
+describe('PostgreSQL silent while the service runs', { skip: postgres.skip }, () => {
+  let proxy: TcpProxy;
+  let server: RunningServer;
+  let dropDatabase: () => Promise<void> = async () => undefined;
+  let espresso: Awaited<ReturnType<typeof createProduct>>;
+
+  before(async () => {
+    ({ proxy, server, drop: dropDatabase } = await startBehindProxy());
+    espresso = await createProduct(server.url, { name: 'Espresso 1 kg', price: '12.99' });
+  });
+
+  after(async () => {
+    proxy?.thaw();
+    await server?.stop();
+    await proxy?.cut();
+    await dropDatabase();
+  });
+
+  it('answers 503 within the query time limit, not never, while no packet gets through', async () => {
+    proxy.freeze();
+    const [one, page, ready] = await Promise.all([
+      timed(() => send(`${server.url}/api/v1/shop/product/${espresso.pk}`)),
+      timed(() => send(`${server.url}/api/v2/shop/products`)),
+      timed(() => send(`${server.url}/readyz`)),
+    ]);
+    for (const res of [one, page, ready]) {
+      assert.deepEqual([res.status, res.json], [503, UNAVAILABLE]);
+      assert.ok(res.ms < 7_000, `answered after ${Math.round(res.ms)} ms`);
+    }
+    assert.equal((await timed(() => send(`${server.url}/healthz`))).status, 200);
+  });
+
+  it('serves again once packets flow, without a restart', async () => {
+    proxy.thaw();
+    assert.deepEqual((await send(`${server.url}/readyz`)).json, { status: 'ready' });
+    assert.deepEqual((await send(`${server.url}/api/v1/shop/product/${espresso.pk}`)).json, espresso);
+  });
+});
+
+describe('PostgreSQL reached by a new path after the old one went silent', { skip: postgres.skip }, () => {
+  let proxy: TcpProxy;
+  let server: RunningServer;
+  let dropDatabase: () => Promise<void> = async () => undefined;
+
+  before(async () => {
+    // One connection, so that the request after the outage can only be served by replacing it.
+    ({ proxy, server, drop: dropDatabase } = await startBehindProxy({ DB_POOL_MAX: '1' }));
+  });
+
+  after(async () => {
+    await server?.stop();
+    await proxy?.cut();
+    await dropDatabase();
+  });
+
+  it('drops the connection that timed out and serves the next request on a new one', async () => {
+    const espresso = await createProduct(server.url, { name: 'Espresso 1 kg', price: '12.99' });
+    proxy.freeze();
+    assert.equal((await send(`${server.url}/api/v1/shop/product/${espresso.pk}`)).status, 503);
+    proxy.reroute();
+    const res = await timed(() => send(`${server.url}/api/v1/shop/product/${espresso.pk}`));
+    assert.deepEqual([res.status, res.json], [200, espresso]);
+    assert.ok(res.ms < 1_000, `answered after ${Math.round(res.ms)} ms`);
   });
 });

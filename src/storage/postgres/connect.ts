@@ -1,5 +1,5 @@
-import { Kysely, PostgresDialect } from 'kysely';
-import { Pool } from 'pg';
+import { Kysely, PostgresDialect, type PostgresCursor, type PostgresPool, type PostgresPoolClient, type PostgresQueryResult } from 'kysely';
+import { Pool, type PoolClient } from 'pg';
 import type { DialectErrors } from '../kysely-store.js';
 import type { Database } from '../schema.js';
 
@@ -37,7 +37,45 @@ export function connectPostgres(url: string, poolMax: number): Kysely<Database> 
   // An idle connection that breaks (server restart, network cut) is dropped by the pool; without a
   // listener its error event would end the process. Requests in flight get their own error.
   pool.on('error', () => undefined);
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: discardingFailedClients(pool) }) });
+}
+
+/**
+ * The pool as Kysely uses it, except that a connection on which a query failed for want of the
+ * database is closed instead of being pooled again. `pg` keeps a connection whose query timed out,
+ * and a connection to a host that vanished (a fail-over, a dead network path) would then fail every
+ * request that draws it, for as long as the operating system keeps the socket.
+ */
+function discardingFailedClients(pool: Pool): PostgresPool {
+  return {
+    connect: async () => new DiscardOnFailureClient(await pool.connect()),
+    end: () => pool.end(),
+  };
+}
+
+class DiscardOnFailureClient implements PostgresPoolClient {
+  readonly #client: PoolClient;
+  #failed = false;
+
+  constructor(client: PoolClient) {
+    this.#client = client;
+  }
+
+  query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
+  query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
+  query<R>(sqlOrCursor: string | PostgresCursor<R>, parameters: ReadonlyArray<unknown> = []): Promise<PostgresQueryResult<R>> | PostgresCursor<R> {
+    if (typeof sqlOrCursor !== 'string') throw new Error('Cursors are not configured for this pool.');
+    // pg types `command` as any string; Kysely's narrower type is what the server sends for its queries.
+    return (this.#client.query(sqlOrCursor, [...parameters]) as unknown as Promise<PostgresQueryResult<R>>).catch((error: unknown) => {
+      if (isConnectionFailure(error)) this.#failed = true;
+      throw error;
+    });
+  }
+
+  release(): void {
+    // pg-pool closes a client released with an error (a hung one by destroying its socket).
+    this.#client.release(this.#failed);
+  }
 }
 
 /** SQLSTATE codes that mean "the database is not there right now", not "the request is wrong". */
