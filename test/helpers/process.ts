@@ -21,9 +21,11 @@ export interface ProcessExit {
 
 /** Spawns `src/server.ts` as the service's own process would run, with `env` on top of the test's. */
 function spawnServer(env: Record<string, string>): ChildProcess {
+  // The test runner marks its own child processes; the service is not one of its tests.
+  const { NODE_TEST_CONTEXT: _runner, ...inherited } = process.env;
   return spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
     cwd: ROOT,
-    env: { ...process.env, HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    env: { ...inherited, HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 }

@@ -1,4 +1,11 @@
-import { Kysely, PostgresDialect, type PostgresCursor, type PostgresPool, type PostgresPoolClient, type PostgresQueryResult } from 'kysely';
+import {
+  Kysely,
+  PostgresDialect,
+  type PostgresCursor,
+  type PostgresPool,
+  type PostgresPoolClient,
+  type PostgresQueryResult,
+} from 'kysely';
 import { Pool, type PoolClient } from 'pg';
 import type { DialectErrors } from '../kysely-store.js';
 import type { Database } from '../schema.js';
@@ -63,10 +70,14 @@ class DiscardOnFailureClient implements PostgresPoolClient {
 
   query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
   query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
-  query<R>(sqlOrCursor: string | PostgresCursor<R>, parameters: ReadonlyArray<unknown> = []): Promise<PostgresQueryResult<R>> | PostgresCursor<R> {
+  query<R>(
+    sqlOrCursor: string | PostgresCursor<R>,
+    parameters: ReadonlyArray<unknown> = [],
+  ): Promise<PostgresQueryResult<R>> | PostgresCursor<R> {
     if (typeof sqlOrCursor !== 'string') throw new Error('Cursors are not configured for this pool.');
     // pg types `command` as any string; Kysely's narrower type is what the server sends for its queries.
-    return (this.#client.query(sqlOrCursor, [...parameters]) as unknown as Promise<PostgresQueryResult<R>>).catch((error: unknown) => {
+    const result = this.#client.query(sqlOrCursor, [...parameters]) as unknown as Promise<PostgresQueryResult<R>>;
+    return result.catch((error: unknown) => {
       if (isConnectionFailure(error)) this.#failed = true;
       throw error;
     });
