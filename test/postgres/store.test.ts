@@ -44,6 +44,27 @@ describe('PostgreSQL migrations', { skip: postgres.skip }, () => {
     assert.deepEqual(await countRows(location.kind === 'postgres' ? location.url : '', 'kysely_migration'), 1);
   });
 
+  it('wait for another instance that migrates, longer than any request may take', async (t) => {
+    const { location, drop } = await postgres.create();
+    t.after(drop);
+    if (location.kind !== 'postgres') throw new Error('expected a PostgreSQL location');
+    const other = new Client({ connectionString: location.url });
+    await other.connect();
+    t.after(() => other.end());
+    // Kysely's migrator on PostgreSQL serialises on this transaction-level advisory lock.
+    await other.query('begin');
+    await other.query('select pg_advisory_xact_lock(3853314791062309107)');
+
+    const started = performance.now();
+    const opening = openStore(location);
+    await new Promise((resolve) => setTimeout(resolve, 7_000));
+    await other.query('commit');
+    const store = await opening;
+    t.after(() => store.close());
+    assert.ok(performance.now() - started >= 7_000);
+    assert.equal(await store.countProducts(), 0);
+  });
+
   it('keep each schema to itself when one database holds several', async (t) => {
     const first = await postgres.create();
     t.after(first.drop);

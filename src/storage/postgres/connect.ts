@@ -10,13 +10,14 @@ import { Pool, type PoolClient } from 'pg';
 import type { DialectErrors } from '../kysely-store.js';
 import type { Database } from '../schema.js';
 
+/** Opening a connection, or waiting for a free one when the pool is full, gives up after this. */
+const CONNECTION_TIMEOUT_MS = 2_000;
+
 /**
- * Time limits that keep a request from waiting on a database that does not answer. A request
- * fails (and is answered 503) instead of holding its caller and a pooled connection.
+ * Time limits on each query, so that a request fails (and is answered 503) instead of holding its
+ * caller and a pooled connection when the database does not answer.
  */
-const LIMITS = {
-  /** Opening a connection, or waiting for a free one when the pool is full. */
-  connectionTimeoutMillis: 2_000,
+const QUERY_TIME_LIMITS = {
   /** Cancelled by the server: a slow statement frees its connection. */
   statement_timeout: 5_000,
   /** Given up by the client when no answer comes at all (a network that drops packets silently). */
@@ -26,20 +27,28 @@ const LIMITS = {
 /** Idle connections are closed after this long, so a quiet instance holds few server slots. */
 const IDLE_TIMEOUT_MS = 30_000;
 
+export interface PostgresOptions {
+  /** Most connections open at once. */
+  readonly poolMax: number;
+  /** Whether each query is bounded in time: yes to serve requests, no to migrate. */
+  readonly queryTimeLimits: boolean;
+}
+
 /**
- * Connects to the PostgreSQL database at `url` through a pool of at most `poolMax` connections.
- * Nothing is opened until the first query; a lost connection is replaced on the next one.
+ * Connects to the PostgreSQL database at `url` through a pool of connections. Nothing is opened
+ * until the first query; a lost connection is replaced on the next one.
  *
- * @example const db = connectPostgres('postgres://catalogue@127.0.0.1:5432/catalogue', 10);
+ * @example const db = connectPostgres('postgres://catalogue@127.0.0.1:5432/catalogue', { poolMax: 10, queryTimeLimits: true });
  */
-export function connectPostgres(url: string, poolMax: number): Kysely<Database> {
+export function connectPostgres(url: string, { poolMax, queryTimeLimits }: PostgresOptions): Kysely<Database> {
   const pool = new Pool({
     connectionString: url,
     max: poolMax,
+    connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
     idleTimeoutMillis: IDLE_TIMEOUT_MS,
     keepAlive: true,
     application_name: 'catalogue',
-    ...LIMITS,
+    ...(queryTimeLimits ? QUERY_TIME_LIMITS : {}),
   });
   // An idle connection that breaks (server restart, network cut) is dropped by the pool; without a
   // listener its error event would end the process. Requests in flight get their own error.
