@@ -3,6 +3,7 @@ import type {} from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from './config.js';
 import { useCors, type CorsSettings } from './http/cors.js';
+import { useApiDocs } from './http/docs.js';
 import { useProblemErrors } from './http/error-handler.js';
 import { BODY_LIMIT_BYTES, useStrictJsonBodies } from './http/json-body.js';
 import { productsV1 } from './http/products-v1.js';
@@ -32,6 +33,7 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
   useProblemErrors(app);
   useStrictJsonBodies(app);
   await useCors(app, cors);
+  await useApiDocs(app);
   await app.register(productsV1, { store, cors });
   await app.register(productsV2, {
     store,
