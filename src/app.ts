@@ -8,6 +8,7 @@ import { useProblemErrors } from './http/error-handler.js';
 import { BODY_LIMIT_BYTES, useStrictJsonBodies } from './http/json-body.js';
 import { productsV1 } from './http/products-v1.js';
 import { productsV2 } from './http/products-v2.js';
+import { webPage } from './http/web-page.js';
 import type { CatalogueStore } from './storage/store.js';
 
 export interface AppOptions {
@@ -42,5 +43,6 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
     pageSize: config.pageSize,
     maxLimit: config.maxLimit,
   });
+  await app.register(webPage);
   return app;
 }

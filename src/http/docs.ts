@@ -20,7 +20,9 @@ Choices marked *(decided)* were made where the original specification was silent
 - *(decided)* HEAD is answered wherever GET is (RFC 9110 §9.1).
 - *(decided)* A paging parameter that is not a whole number in range is a 400 naming it, not a silent fallback.
 
-Any other method on a catalogue address is a 405 with an \`Allow\` header; a path that is no route is a 404.`;
+Any other method on a catalogue address is a 405 with an \`Allow\` header; a path that is no route is a 404.
+
+People can browse the catalogue and add products on the service's own page, at [/](/).`;
 
 /**
  * Collects every route's schema into an OpenAPI 3.1 document, served at /openapi.json, with an
