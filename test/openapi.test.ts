@@ -36,11 +36,26 @@ for (const testStore of STORES) {
         assert.equal(validator.version, '3.1');
       });
 
-      test('answers HEAD at /openapi.json and /docs like GET, without a body', async () => {
-        for (const path of ['/openapi.json', '/docs']) {
-          const res = await send(`${server.url}${path}`, { method: 'HEAD' });
-          assert.equal(res.status, 200, path);
-          assert.equal(res.text, '');
+      test('answers HEAD at /, /openapi.json and /docs like GET, without a body', async () => {
+        for (const path of ['/', '/assets/style.css', '/openapi.json', '/docs']) {
+          const get = await send(`${server.url}${path}`);
+          const head = await send(`${server.url}${path}`, { method: 'HEAD' });
+          assert.equal(get.status, 200, path);
+          assert.equal(head.status, 200, path);
+          assert.equal(head.text, '');
+          assert.equal(head.headers['content-type'], get.headers['content-type'], path);
+        }
+      });
+
+      test('serves the catalogue page with a policy that keeps every part of it local', async () => {
+        const res = await send(`${server.url}/`);
+        assert.match(String(res.headers['content-type']), /^text\/html; charset=utf-8$/);
+        assert.match(String(res.headers['content-security-policy']), /default-src 'self'/);
+        assert.match(res.text, /<script type="module" src="\/assets\/catalogue\.js"><\/script>/);
+        assert.doesNotMatch(res.text, /(src|href)="(https?:)?\/\//);
+        // Only the page's own parts are served from its folders, never the sources beside them.
+        for (const path of ['/assets/catalogue.ts', '/assets/index.html', '/assets/../package.json']) {
+          assert.equal((await send(`${server.url}${path}`)).status, 404, path);
         }
       });
 
