@@ -8,6 +8,7 @@ import { useProblemErrors } from './http/error-handler.js';
 import { BODY_LIMIT_BYTES, useStrictJsonBodies } from './http/json-body.js';
 import { productsV1 } from './http/products-v1.js';
 import { productsV2 } from './http/products-v2.js';
+import { useSharedSchemas } from './http/responses.js';
 import { webPage } from './http/web-page.js';
 import type { CatalogueStore } from './storage/store.js';
 
@@ -35,6 +36,7 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
   useStrictJsonBodies(app);
   await useCors(app, cors);
   await useApiDocs(app);
+  useSharedSchemas(app);
   await app.register(productsV1, { store, cors });
   await app.register(productsV2, {
     store,

@@ -41,6 +41,8 @@ export async function useApiDocs(app: FastifyInstance): Promise<void> {
       ],
     },
     exposeHeadRoutes: true,
+    // Shared schemas appear under components.schemas by their $id (Product, Page, Problem, ...).
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
     transformObject: (document) => {
       if (!('openapiObject' in document)) return document.swaggerObject;
       dropHeadBodies(document.openapiObject.paths ?? {});

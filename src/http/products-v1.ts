@@ -9,7 +9,7 @@ import Type from 'typebox';
 import { HttpProblem } from './problem.js';
 import { resource } from './resource.js';
 import { STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
-import { NewProductSchema, ProductListSchema, ProductSchema } from './schemas.js';
+import { ProductListSchema } from './schemas.js';
 import { productWire } from './wire.js';
 
 /** Rows fetched per query while the whole list is streamed. */
@@ -54,7 +54,7 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
             }),
           }),
           response: {
-            200: jsonResponse('The product.', ProductSchema),
+            200: jsonResponse('The product.', Type.Ref('Product')),
             404: problemResponse('No product has this pk (or the pk is not a positive decimal integer).'),
             503: STORE_UNAVAILABLE,
           },
@@ -91,9 +91,9 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
             `The body may be at most ${BODY_LIMIT_BYTES} bytes. A rejected request changes nothing.`,
           ].join('\n'),
           tags: ['v1'],
-          body: NewProductSchema,
+          body: Type.Ref('NewProduct'),
           response: {
-            201: jsonResponse('Created: the product with its new pk.', ProductSchema, {
+            201: jsonResponse('Created: the product with its new pk.', Type.Ref('Product'), {
               Location: Type.String({ description: 'The new product\'s address.', examples: ['/api/v1/shop/product/1'] }),
             }),
             400: problemResponse('The body is not valid UTF-8 JSON, not an object, or breaks the product rules; `errors` lists every failing field.'),

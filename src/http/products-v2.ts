@@ -13,7 +13,7 @@ import {
 import { HttpProblem } from './problem.js';
 import { resource } from './resource.js';
 import { STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
-import { PageSchema, type PageWire } from './schemas.js';
+import type { PageWire } from './schemas.js';
 import { pageItemWire, requestParams, requestPath } from './wire.js';
 
 export interface ProductsV2Options {
@@ -66,7 +66,7 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
           tags: ['v2'],
           querystring,
           response: {
-            200: jsonResponse('One page; `results` hold exactly name, price and barcode, in pk order.', PageSchema),
+            200: jsonResponse('One page; `results` hold exactly name, price and barcode, in pk order.', Type.Ref('Page')),
             400: problemResponse('A paging parameter is not valid; `errors` names it.'),
             ...(pagination === 'page-number' ? { 404: problemResponse('The page is past the last page.') } : {}),
             503: STORE_UNAVAILABLE,

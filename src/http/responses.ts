@@ -1,5 +1,15 @@
+import type { FastifyInstance } from 'fastify';
 import Type, { type TSchema } from 'typebox';
 import { ProblemSchema } from './problem.js';
+import { NewProductSchema, PageSchema, ProductSchema } from './schemas.js';
+
+/**
+ * Adds the wire shapes by their `$id`, so that routes refer to them with `Type.Ref(id)` and the
+ * OpenAPI document lists each once, by name, under components.schemas.
+ */
+export function useSharedSchemas(app: FastifyInstance): void {
+  for (const schema of [ProblemSchema, ProductSchema, PageSchema, NewProductSchema]) app.addSchema(schema);
+}
 
 /**
  * Route response entries in the shape both Fastify (serializer per media type) and @fastify/swagger
@@ -17,7 +27,7 @@ export function jsonResponse(description: string, schema: TSchema, headers?: Rec
 }
 
 export function problemResponse(description: string, headers?: Record<string, TSchema>): ResponseEntry {
-  return { description, ...(headers === undefined ? {} : { headers }), content: { 'application/problem+json': { schema: ProblemSchema } } };
+  return { description, ...(headers === undefined ? {} : { headers }), content: { 'application/problem+json': { schema: Type.Ref('Problem') } } };
 }
 
 /** An answer with headers only, such as a CORS preflight. */
