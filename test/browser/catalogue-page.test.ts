@@ -186,6 +186,26 @@ for (const style of STYLES) {
   });
 }
 
+describe('an empty catalogue', () => {
+  test('says there is nothing yet and points to the form', async () => {
+    const server = await startFreshServer(STORES[0]!, { PAGINATION: 'page-number' });
+    const context = await browser.newContext({ viewport: { width: 1180, height: 700 } });
+    try {
+      const page = await context.newPage();
+      await page.goto(`${server.url}/`);
+      await page.locator('#products td.empty').waitFor();
+      assert.equal(await page.locator('#products td.empty').textContent(), 'No products yet. Add the first one with the form.');
+      assert.equal(await page.locator('#count').textContent(), '0 products');
+      assert.equal(await page.locator('#page-indicator').textContent(), 'Nothing to show');
+      assert.equal(await page.locator('#next').isDisabled(), true);
+      await page.screenshot({ path: join(SCREENSHOTS, 'empty-catalogue.png') });
+    } finally {
+      await context.close();
+      await server.stop();
+    }
+  });
+});
+
 describe('the API reference', () => {
   test('renders at /docs from the service alone', async () => {
     const server = await startFreshServer(STORES[0]!);
