@@ -5,6 +5,7 @@ import type { Config } from './config.js';
 import { useCors, type CorsSettings } from './http/cors.js';
 import { useApiDocs } from './http/docs.js';
 import { useProblemErrors } from './http/error-handler.js';
+import { health } from './http/health.js';
 import { BODY_LIMIT_BYTES, useStrictJsonBodies } from './http/json-body.js';
 import { productsV1 } from './http/products-v1.js';
 import { productsV2 } from './http/products-v2.js';
@@ -37,6 +38,7 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
   await useCors(app, cors);
   await useApiDocs(app);
   useSharedSchemas(app);
+  await app.register(health, { store, cors });
   await app.register(productsV1, { store, cors });
   await app.register(productsV2, {
     store,

@@ -2,13 +2,17 @@ import type { Kysely } from 'kysely';
 import type { DatabaseLocation } from '../config.js';
 import { KyselyCatalogueStore } from './kysely-store.js';
 import { migrateToLatest } from './migrations.js';
+import { connectPostgres, postgresErrors } from './postgres/connect.js';
 import { connectSqlite, sqliteErrors } from './sqlite/connect.js';
 import type { CatalogueStore } from './store.js';
 import type { Database } from './schema.js';
 
 export interface StoreOptions {
+  /** Most connections a PostgreSQL store keeps open (SQLite uses one). Default 10. */
   readonly poolMax?: number;
 }
+
+const DEFAULT_POOL_MAX = 10;
 
 /**
  * Connects to the database a deployment names and brings its schema up to date.
@@ -36,10 +40,11 @@ export async function migrateStore(location: DatabaseLocation): Promise<string[]
   }
 }
 
-function connect(location: DatabaseLocation, _options: StoreOptions): { db: Kysely<Database>; store: CatalogueStore } {
+function connect(location: DatabaseLocation, options: StoreOptions): { db: Kysely<Database>; store: CatalogueStore } {
   if (location.kind === 'sqlite') {
     const db = connectSqlite(location.path);
     return { db, store: new KyselyCatalogueStore(db, sqliteErrors) };
   }
-  throw new Error('PostgreSQL is not supported yet.');
+  const db = connectPostgres(location.url, options.poolMax ?? DEFAULT_POOL_MAX);
+  return { db, store: new KyselyCatalogueStore(db, postgresErrors) };
 }
