@@ -3,11 +3,14 @@ import type {} from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from './config.js';
 import { useCors, type CorsSettings } from './http/cors.js';
+import { useApiDocs } from './http/docs.js';
 import { useProblemErrors } from './http/error-handler.js';
 import { health } from './http/health.js';
 import { BODY_LIMIT_BYTES, useStrictJsonBodies } from './http/json-body.js';
 import { productsV1 } from './http/products-v1.js';
 import { productsV2 } from './http/products-v2.js';
+import { useSharedSchemas } from './http/responses.js';
+import { webPage } from './http/web-page.js';
 import type { CatalogueStore } from './storage/store.js';
 
 export interface AppOptions {
@@ -33,6 +36,8 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
   useProblemErrors(app);
   useStrictJsonBodies(app);
   await useCors(app, cors);
+  await useApiDocs(app);
+  useSharedSchemas(app);
   await app.register(health, { store, cors });
   await app.register(productsV1, { store, cors });
   await app.register(productsV2, {
@@ -42,5 +47,6 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
     pageSize: config.pageSize,
     maxLimit: config.maxLimit,
   });
+  await app.register(webPage);
   return app;
 }
