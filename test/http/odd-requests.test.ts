@@ -12,7 +12,8 @@ const PROBLEM = 'application/problem+json; charset=utf-8';
 function rawExchange(url: string, bytes: string): Promise<string> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname, () => socket.end(bytes));
+    // Written, not ended: a half-closed socket may be dropped before a slower answer is sent.
+    const socket = connect(Number(port), hostname, () => socket.write(bytes));
     const chunks: Buffer[] = [];
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
     socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
