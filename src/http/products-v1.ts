@@ -5,6 +5,7 @@ import { checkNewProduct } from '../catalogue/product.js';
 import type { CatalogueStore } from '../storage/store.js';
 import type { CorsSettings } from './cors.js';
 import { BODY_LIMIT_BYTES, UNSUPPORTED_MEDIA_TYPE } from './json-body.js';
+import { createProductOnce } from './idempotency.js';
 import { HttpProblem, ProblemSchema } from './problem.js';
 import { resource } from './resource.js';
 import { NewProductSchema, ProductListSchema, ProductSchema } from './schemas.js';
@@ -63,7 +64,7 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
         schema: {
           summary: 'Create a product',
           tags: ['v1'],
-          response: { 201: ProductSchema, 400: ProblemSchema, 409: ProblemSchema, 413: ProblemSchema, 415: ProblemSchema },
+          response: { 201: ProductSchema, 400: ProblemSchema, 401: ProblemSchema, 409: ProblemSchema, 413: ProblemSchema, 415: ProblemSchema, 422: ProblemSchema, 429: ProblemSchema },
         },
       },
       handler: async (request, reply) => {
@@ -79,7 +80,8 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
         }
         const checked = checkNewProduct(body as Record<string, unknown>);
         if (!checked.ok) throw new InvalidProductError(checked.errors);
-        const product = await store.createProduct(checked.product);
+        const { product, replayed } = await createProductOnce(request, store, checked.product);
+        if (replayed) reply.header('Idempotent-Replayed', 'true');
         return reply.code(201).header('Location', `/api/v1/shop/product/${product.pk}`).send(productWire(product));
       },
     },
