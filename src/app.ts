@@ -5,8 +5,12 @@ import type { Config } from './config.js';
 import { useCors, type CorsSettings } from './http/cors.js';
 import { useProblemErrors } from './http/error-handler.js';
 import { BODY_LIMIT_BYTES, useStrictJsonBodies } from './http/json-body.js';
+import { TIMEOUTS, useRateLimit } from './http/limits.js';
+import { useMetrics } from './http/metrics.js';
 import { productsV1 } from './http/products-v1.js';
 import { productsV2 } from './http/products-v2.js';
+import { requestId, useRequestIdHeader } from './http/request-id.js';
+import { useWriteToken } from './http/write-access.js';
 import type { CatalogueStore } from './storage/store.js';
 
 export interface AppOptions {
@@ -26,12 +30,23 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
     logger,
     bodyLimit: BODY_LIMIT_BYTES,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    genReqId: requestId,
+    requestTimeout: TIMEOUTS.requestMs,
+    connectionTimeout: TIMEOUTS.idleSocketMs,
+    keepAliveTimeout: TIMEOUTS.keepAliveMs,
   });
-  const cors: CorsSettings = { origin: config.corsOrigin, allowedHeaders: ['Content-Type'] };
+  app.server.headersTimeout = TIMEOUTS.headersMs;
+  const allowedHeaders = ['Content-Type', 'Idempotency-Key', 'X-Request-Id'];
+  if (config.apiToken !== undefined) allowedHeaders.push('Authorization');
+  const cors: CorsSettings = { origin: config.corsOrigin, allowedHeaders };
 
   useProblemErrors(app);
   useStrictJsonBodies(app);
+  useRequestIdHeader(app);
   await useCors(app, cors);
+  useMetrics(app, cors, store);
+  if (config.rateLimit !== undefined) await useRateLimit(app, config.rateLimit);
+  if (config.apiToken !== undefined) useWriteToken(app, config.apiToken);
   await app.register(productsV1, { store, cors });
   await app.register(productsV2, {
     store,
