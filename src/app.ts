@@ -36,7 +36,7 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
     keepAliveTimeout: TIMEOUTS.keepAliveMs,
   });
   app.server.headersTimeout = TIMEOUTS.headersMs;
-  const allowedHeaders = ['Content-Type', 'Idempotency-Key', 'X-Request-Id'];
+  const allowedHeaders = ['Content-Type', 'Idempotency-Key'];
   if (config.apiToken !== undefined) allowedHeaders.push('Authorization');
   const cors: CorsSettings = { origin: config.corsOrigin, allowedHeaders };
 
