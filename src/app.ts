@@ -3,7 +3,7 @@ import type {} from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from './config.js';
 import { useCors, type CorsSettings } from './http/cors.js';
-import { useProblemErrors } from './http/error-handler.js';
+import { answerFrameworkError, useProblemErrors } from './http/error-handler.js';
 import { BODY_LIMIT_BYTES, useStrictJsonBodies } from './http/json-body.js';
 import { TIMEOUTS, useRateLimit } from './http/limits.js';
 import { useMetrics } from './http/metrics.js';
@@ -31,6 +31,7 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
     bodyLimit: BODY_LIMIT_BYTES,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     genReqId: requestId,
+    frameworkErrors: answerFrameworkError,
     requestTimeout: TIMEOUTS.requestMs,
     connectionTimeout: TIMEOUTS.idleSocketMs,
     keepAliveTimeout: TIMEOUTS.keepAliveMs,
