@@ -4,6 +4,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { Config } from './config.js';
 import { useCors, type CorsSettings } from './http/cors.js';
 import { answerFrameworkError, useProblemErrors } from './http/error-handler.js';
+import { health } from './http/health.js';
 import { BODY_LIMIT_BYTES, useStrictJsonBodies } from './http/json-body.js';
 import { TIMEOUTS, useRateLimit } from './http/limits.js';
 import { useMetrics } from './http/metrics.js';
@@ -45,7 +46,9 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
   useStrictJsonBodies(app);
   useRequestIdHeader(app);
   await useCors(app, cors);
+  // Probes and metrics come before the rate limit, so that monitoring is never held back.
   useMetrics(app, cors, store);
+  await app.register(health, { store, cors });
   if (config.rateLimit !== undefined) await useRateLimit(app, config.rateLimit);
   if (config.apiToken !== undefined) useWriteToken(app, config.apiToken);
   await app.register(productsV1, { store, cors });

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { InvalidProductError } from '../catalogue/errors.js';
-import { checkNewProduct } from '../catalogue/product.js';
+import { checkNewProduct, type Product } from '../catalogue/product.js';
 import type { CatalogueStore } from '../storage/store.js';
 import type { CorsSettings } from './cors.js';
 import { BODY_LIMIT_BYTES, UNSUPPORTED_MEDIA_TYPE } from './json-body.js';
@@ -34,7 +34,9 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
         reply.type('application/json; charset=utf-8');
         // HEAD needs only the headers (the same as GET's: chunked, no length); do not read the catalogue.
         if (request.method === 'HEAD') return reply.send(Readable.from([]));
-        return reply.send(Readable.from(streamList(store)));
+        // Read before the status line goes out, so an unreachable database is still a 503.
+        const firstBatch = await store.listProductsAfter(0, LIST_BATCH);
+        return reply.send(Readable.from(streamList(store, firstBatch)));
       },
     },
   });
@@ -103,21 +105,19 @@ function parsePk(text: string): number {
  * The list as JSON text, fetched in keyset batches so that neither the whole table nor a long-held
  * database connection is needed, whatever the catalogue's size.
  */
-async function* streamList(store: CatalogueStore): AsyncGenerator<string> {
-  let after = 0;
+async function* streamList(store: CatalogueStore, firstBatch: readonly Product[]): AsyncGenerator<string> {
+  let batch = firstBatch;
   let first = true;
   yield '[';
-  for (;;) {
-    const batch = await store.listProductsAfter(after, LIST_BATCH);
-    if (batch.length === 0) break;
+  while (batch.length > 0) {
     let chunk = '';
     for (const product of batch) {
       chunk += (first ? '' : ',') + JSON.stringify(productWire(product));
       first = false;
     }
     yield chunk;
-    after = batch[batch.length - 1]!.pk;
     if (batch.length < LIST_BATCH) break;
+    batch = await store.listProductsAfter(batch[batch.length - 1]!.pk, LIST_BATCH);
   }
   yield ']';
 }

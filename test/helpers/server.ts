@@ -23,7 +23,7 @@ export interface RunningServer {
  */
 export async function startServer(location: DatabaseLocation, env: Record<string, string> = {}): Promise<RunningServer> {
   const config = loadConfig({ ...env });
-  const store = await openStore(location);
+  const store = await openStore(location, { poolMax: config.dbPoolMax });
   const app = await buildApp({ config, store });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
