@@ -52,6 +52,9 @@ for (const testStore of STORES) {
       assert.match(res.text, /^http_requests_total\{method="GET",route="unmatched",status="404"\} 1$/m);
       assert.match(res.text, /^http_request_duration_seconds_bucket\{le="\+Inf",method="POST",route="\/api\/v1\/shop\/product\/",status="201"\} 1$/m);
       assert.match(res.text, /^process_resident_memory_bytes \d+/m);
+      // A pooled database reports its pool; SQLite, one connection and no pool, reports none.
+      if (testStore.name === 'sqlite') assert.doesNotMatch(res.text, /^db_pool_connections\{/m);
+      else assert.match(res.text, /^db_pool_connections\{state="total"\} [1-9]\d*$/m);
       assert.equal((await send(`${server.url}/metrics`, { method: 'DELETE' })).status, 405);
     });
   });
