@@ -31,6 +31,7 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
     logger,
     bodyLimit: BODY_LIMIT_BYTES,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    trustProxy: trustProxySetting(config.trustProxy),
     genReqId: requestId,
     frameworkErrors: answerFrameworkError,
     requestTimeout: TIMEOUTS.requestMs,
@@ -60,4 +61,9 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
     maxLimit: config.maxLimit,
   });
   return app;
+}
+
+function trustProxySetting(trust: Config['trustProxy']): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof trust === 'number') return (_address, hop) => hop < trust;
+  return trust === false ? false : [...trust];
 }

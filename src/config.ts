@@ -27,6 +27,12 @@ export interface Config {
   readonly apiToken: string | undefined;
   /** Per-client request limit, or `undefined` for none. */
   readonly rateLimit: RateLimit | undefined;
+  /**
+   * Which proxies' `X-Forwarded-*` headers to believe: none (`false`), the nearest N hops, or
+   * proxies at these addresses. Decides the client address (rate limit, logs) and the scheme and
+   * host of v2 page links.
+   */
+  readonly trustProxy: false | number | readonly string[];
 }
 
 export class ConfigError extends Error {
@@ -111,6 +117,12 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     problems.push(`RATE_LIMIT=${JSON.stringify(rateLimitText)} is not valid: expected COUNT/second, COUNT/minute or COUNT/hour, e.g. 100/minute.`);
   }
 
+  const trustProxyText = read('TRUST_PROXY', '');
+  const trustProxy = parseTrustProxy(trustProxyText);
+  if (trustProxy === undefined) {
+    problems.push(`TRUST_PROXY=${JSON.stringify(trustProxyText)} is not valid: expected a number of proxy hops (1 to 10), or a comma-separated list of proxy addresses or CIDR ranges such as 10.0.0.0/8.`);
+  }
+
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({
     port,
@@ -124,7 +136,24 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     logLevel,
     apiToken,
     rateLimit: rateLimit ?? undefined,
+    trustProxy: trustProxy!,
   });
+}
+
+function parseTrustProxy(text: string): Config['trustProxy'] | undefined {
+  if (text === '') return false;
+  if (/^[0-9]+$/.test(text)) {
+    const hops = Number(text);
+    return hops >= 1 && hops <= 10 ? hops : undefined;
+  }
+  const ranges = text.split(',').map((range) => range.trim());
+  const valid = ranges.every((range) => {
+    const [address = '', bits, ...rest] = range.split('/');
+    const family = isIP(address);
+    if (family === 0 || rest.length > 0) return false;
+    return bits === undefined || (/^[0-9]{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
+  });
+  return valid ? Object.freeze(ranges) : undefined;
 }
 
 const WINDOWS_MS: Readonly<Record<string, number>> = { second: 1000, minute: 60_000, hour: 3_600_000 };

@@ -16,6 +16,7 @@ describe('loadConfig', () => {
       logLevel: 'info',
       apiToken: undefined,
       rateLimit: undefined,
+      trustProxy: false,
     });
   });
 
@@ -97,5 +98,13 @@ describe('loadConfig', () => {
       assert.deepEqual(startupWarnings(loadConfig({ HOST: host })), [], host);
     }
     assert.equal(isLoopbackHost('192.168.1.5'), false);
+  });
+
+  it('reads which proxies to trust', () => {
+    assert.equal(loadConfig({ TRUST_PROXY: '1' }).trustProxy, 1);
+    assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1, ::1' }).trustProxy, ['10.0.0.0/8', '127.0.0.1', '::1']);
+    for (const bad of ['0', '11', 'yes', '10.0.0.0/33', '300.1.1.1', 'proxy.example']) {
+      assert.throws(() => loadConfig({ TRUST_PROXY: bad }), /TRUST_PROXY=/, bad);
+    }
   });
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { send } from '../helpers/http.js';
+import { createProduct } from '../helpers/products.js';
 import { startFreshServer } from '../helpers/server.js';
 import { STORES } from '../helpers/stores.js';
 
@@ -25,11 +26,45 @@ describe('RATE_LIMIT', () => {
     }
   });
 
+  it('counts each client behind a trusted proxy apart, and ignores forged headers otherwise', async () => {
+    const behind = await startFreshServer(STORES[0]!, { RATE_LIMIT: '2/minute', TRUST_PROXY: '1' });
+    const direct = await startFreshServer(STORES[0]!, { RATE_LIMIT: '2/minute' });
+    try {
+      const get = (server: typeof behind, client: string) =>
+        send(`${server.url}/api/v2/shop/products`, { headers: { 'X-Forwarded-For': client, 'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': 'shop.example' } });
+      const statuses = [];
+      for (const client of ['203.0.113.1', '203.0.113.1', '203.0.113.1', '203.0.113.2']) statuses.push((await get(behind, client)).status);
+      assert.deepEqual(statuses, [200, 200, 429, 200]);
+
+      // Without TRUST_PROXY, a client cannot escape the limit by making up addresses.
+      const forged = [];
+      for (const client of ['198.51.100.1', '198.51.100.2', '198.51.100.3']) forged.push((await get(direct, client)).status);
+      assert.deepEqual(forged, [200, 200, 429]);
+    } finally {
+      await behind.stop();
+      await direct.stop();
+    }
+  });
+
   it('is off by default', async () => {
     const server = await startFreshServer(STORES[0]!);
     try {
       for (let i = 0; i < 5; i++) assert.equal((await send(`${server.url}/api/v2/shop/products`)).status, 200);
       assert.equal((await send(`${server.url}/api/v2/shop/products`)).headers['x-ratelimit-limit'], undefined);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe('TRUST_PROXY', () => {
+  it('builds page links with the scheme and host the client used at the proxy', async () => {
+    const server = await startFreshServer(STORES[0]!, { TRUST_PROXY: '127.0.0.1', PAGE_SIZE: '1' });
+    try {
+      await createProduct(server.url);
+      await createProduct(server.url);
+      const res = await send(`${server.url}/api/v2/shop/products`, { headers: { 'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': 'shop.example' } });
+      assert.equal((res.json as { next: string }).next, 'https://shop.example/api/v2/shop/products?limit=1&offset=1');
     } finally {
       await server.stop();
     }
