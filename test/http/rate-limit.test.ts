@@ -21,6 +21,8 @@ describe('RATE_LIMIT', () => {
       assert.equal((refused.json as { status: number }).status, 429);
       // Monitoring keeps working while clients are held back.
       assert.equal((await send(`${server.url}/metrics`)).status, 200);
+      assert.equal((await send(`${server.url}/readyz`)).status, 200);
+      assert.equal((await send(`${server.url}/healthz`)).status, 200);
     } finally {
       await server.stop();
     }
