@@ -37,6 +37,9 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
     requestTimeout: TIMEOUTS.requestMs,
     connectionTimeout: TIMEOUTS.idleSocketMs,
     keepAliveTimeout: TIMEOUTS.keepAliveMs,
+    // While stopping, a request that still arrives on an open connection is served (the database
+    // closes only after it) instead of getting Fastify's own 503 body, which is no problem document.
+    return503OnClosing: false,
   });
   app.server.headersTimeout = TIMEOUTS.headersMs;
   const allowedHeaders = ['Content-Type', 'Idempotency-Key'];

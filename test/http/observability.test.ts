@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import type { AddressInfo } from 'node:net';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
+import { TIMEOUTS } from '../../src/http/limits.js';
 import { loggerOptions } from '../../src/http/logging.js';
 import { openStore } from '../../src/storage/open-store.js';
 import { postJson, send } from '../helpers/http.js';
@@ -88,5 +89,18 @@ describe('logs', () => {
     const entries = lines.map((line) => JSON.parse(line) as { reqId?: string; msg?: string });
     assert.ok(entries.some((e) => e.reqId === 'trace-1' && e.msg === 'request completed'), lines.join('\n'));
     assert.doesNotMatch(lines.join('\n'), new RegExp(token));
+  });
+});
+
+describe('timeouts', () => {
+  it('bound how long a slow client can hold a connection', async (t) => {
+    const server = await startFreshServer(STORES[0]!);
+    t.after(() => server.stop());
+    const http = server.app.server;
+    assert.deepEqual(
+      { headers: http.headersTimeout, request: http.requestTimeout, idle: http.timeout, keepAlive: http.keepAliveTimeout },
+      { headers: TIMEOUTS.headersMs, request: TIMEOUTS.requestMs, idle: TIMEOUTS.idleSocketMs, keepAlive: TIMEOUTS.keepAliveMs },
+    );
+    assert.ok(TIMEOUTS.headersMs < TIMEOUTS.requestMs && TIMEOUTS.requestMs <= TIMEOUTS.idleSocketMs);
   });
 });
