@@ -3,6 +3,7 @@ import type {} from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from './config.js';
 import { useCors, type CorsSettings } from './http/cors.js';
+import { useApiDocs } from './http/docs.js';
 import { answerFrameworkError, useProblemErrors } from './http/error-handler.js';
 import { health } from './http/health.js';
 import { BODY_LIMIT_BYTES, useStrictJsonBodies } from './http/json-body.js';
@@ -11,6 +12,8 @@ import { useMetrics } from './http/metrics.js';
 import { productsV1 } from './http/products-v1.js';
 import { productsV2 } from './http/products-v2.js';
 import { requestId, useRequestIdHeader } from './http/request-id.js';
+import { useSharedSchemas } from './http/responses.js';
+import { webPage } from './http/web-page.js';
 import { useWriteToken } from './http/write-access.js';
 import type { CatalogueStore } from './storage/store.js';
 
@@ -50,6 +53,8 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
   useStrictJsonBodies(app);
   useRequestIdHeader(app);
   await useCors(app, cors);
+  await useApiDocs(app);
+  useSharedSchemas(app);
   // Probes and metrics come before the rate limit, so that monitoring is never held back.
   useMetrics(app, cors, store);
   await app.register(health, { store, cors });
@@ -63,6 +68,7 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
     pageSize: config.pageSize,
     maxLimit: config.maxLimit,
   });
+  await app.register(webPage);
   return app;
 }
 

@@ -2,8 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import type { CatalogueStore } from '../storage/store.js';
 import type { CorsSettings } from './cors.js';
-import { ProblemSchema } from './problem.js';
 import { resource } from './resource.js';
+import { STORE_UNAVAILABLE, jsonResponse } from './responses.js';
 
 const AliveSchema = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false });
 const ReadySchema = Type.Object({ status: Type.Literal('ready') }, { additionalProperties: false });
@@ -21,7 +21,7 @@ export async function health(app: FastifyInstance, { store, cors }: HealthOption
   resource(app, cors, '/healthz', {
     GET: {
       options: {
-        schema: { summary: 'The process is alive', tags: ['health'], response: { 200: AliveSchema } },
+        schema: { summary: 'The process is alive', tags: ['health'], response: { 200: jsonResponse('The process answers.', AliveSchema) } },
       },
       handler: async () => ({ status: 'ok' as const }),
     },
@@ -33,7 +33,7 @@ export async function health(app: FastifyInstance, { store, cors }: HealthOption
         schema: {
           summary: 'The database answers: this instance can serve requests',
           tags: ['health'],
-          response: { 200: ReadySchema, 503: ProblemSchema },
+          response: { 200: jsonResponse('The database answers.', ReadySchema), 503: STORE_UNAVAILABLE },
         },
       },
       handler: async () => {

@@ -5,10 +5,12 @@ import { checkNewProduct, type Product } from '../catalogue/product.js';
 import type { CatalogueStore } from '../storage/store.js';
 import type { CorsSettings } from './cors.js';
 import { BODY_LIMIT_BYTES, UNSUPPORTED_MEDIA_TYPE } from './json-body.js';
+import Type from 'typebox';
 import { createProductOnce } from './idempotency.js';
-import { HttpProblem, ProblemSchema } from './problem.js';
+import { HttpProblem } from './problem.js';
 import { resource } from './resource.js';
-import { NewProductSchema, ProductListSchema, ProductSchema } from './schemas.js';
+import { STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
+import { ProductListSchema } from './schemas.js';
 import { productWire } from './wire.js';
 
 /** Rows fetched per query while the whole list is streamed. */
@@ -26,8 +28,9 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
       options: {
         schema: {
           summary: 'Every product, in pk order (not paginated)',
+          description: 'The whole catalogue in one array, streamed. For large catalogues use the paginated v2 listing.',
           tags: ['v1'],
-          response: { 200: ProductListSchema },
+          response: { 200: jsonResponse('Every product, ordered by pk.', ProductListSchema), 503: STORE_UNAVAILABLE },
         },
       },
       handler: async (request, reply) => {
@@ -47,7 +50,17 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
         schema: {
           summary: 'One product by its pk',
           tags: ['v1'],
-          response: { 200: ProductSchema, 404: ProblemSchema },
+          params: Type.Object({
+            pk: Type.String({
+              description: 'A positive decimal integer. Anything else (`abc`, `0`, `-1`, `1.5`, too many digits) names no product: 404.',
+              examples: ['1'],
+            }),
+          }),
+          response: {
+            200: jsonResponse('The product.', Type.Ref('Product')),
+            404: problemResponse('No product has this pk (or the pk is not a positive decimal integer).'),
+            503: STORE_UNAVAILABLE,
+          },
         },
       },
       handler: async (request) => {
@@ -63,10 +76,45 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
     POST: {
       options: {
         bodyLimit: BODY_LIMIT_BYTES,
+        // The body schema is for the document only: the domain checks the body itself, because a
+        // price must be read from the number's text as written, which ajv (coercing, typing the
+        // parsed value) cannot do. Params and query have no schema here, so nothing else is skipped.
+        validatorCompiler: () => () => true,
         schema: {
           summary: 'Create a product',
+          description: [
+            'Send `Content-Type: application/json` and an object with exactly `name`, `barcode` and `price`.',
+            '',
+            '*(decided)* `price` may be a decimal string or a plain JSON number; it is read exactly from its text, never as a float. Exponent forms (`1e3`, `"1e3"`), `NaN`, `Infinity`, `"12,50"`, `"-1"` and `true` are refused.',
+            '',
+            '*(decided)* `barcode` must be a string: a JSON number would lose leading zeros.',
+            '',
+            '*(decided)* An unknown field (`prise`, `pk`, ...) is a 400, so that a typo does not pass silently.',
+            '',
+            `The body may be at most ${BODY_LIMIT_BYTES} bytes. A rejected request changes nothing.`,
+          ].join('\n'),
           tags: ['v1'],
-          response: { 201: ProductSchema, 400: ProblemSchema, 401: ProblemSchema, 409: ProblemSchema, 413: ProblemSchema, 415: ProblemSchema, 422: ProblemSchema, 429: ProblemSchema },
+          body: Type.Ref('NewProduct'),
+          headers: Type.Object({
+            'idempotency-key': Type.Optional(
+              Type.String({
+                description: 'Makes a retry safe: a repeat within 24 h with the same product replays the first 201 and creates nothing; with a different product it is a 422. 1 to 255 visible ASCII characters, e.g. a UUID.',
+              }),
+            ),
+          }),
+          response: {
+            201: jsonResponse('Created: the product with its new pk.', Type.Ref('Product'), {
+              Location: Type.String({ description: 'The new product\'s address.', examples: ['/api/v1/shop/product/1'] }),
+            }),
+            400: problemResponse('The body is not valid UTF-8 JSON, not an object, or breaks the product rules; `errors` lists every failing field.'),
+            401: problemResponse('API_TOKEN is set and the request has no `Authorization: Bearer` token, or a wrong one.'),
+            409: problemResponse('Another product already has this barcode; `errors.barcode` says so.'),
+            413: problemResponse(`The body is larger than ${BODY_LIMIT_BYTES} bytes (refused at once when Content-Length declares it).`),
+            415: problemResponse('The Content-Type is not application/json.'),
+            422: problemResponse('The Idempotency-Key was already used with a different product.'),
+            429: problemResponse('RATE_LIMIT is set and this client went over it; `Retry-After` says when to try again.'),
+            503: STORE_UNAVAILABLE,
+          },
         },
       },
       handler: async (request, reply) => {
@@ -88,7 +136,6 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
       },
     },
   });
-  void NewProductSchema;
 }
 
 /**

@@ -10,9 +10,10 @@ import {
   parseLimitOffset,
   parsePage,
 } from './pagination.js';
-import { HttpProblem, ProblemSchema } from './problem.js';
+import { HttpProblem } from './problem.js';
 import { resource } from './resource.js';
-import { PageSchema, type PageWire } from './schemas.js';
+import { STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
+import type { PageWire } from './schemas.js';
 import { pageItemWire, requestParams, requestPath } from './wire.js';
 
 export interface ProductsV2Options {
@@ -29,11 +30,23 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
   const querystring =
     pagination === 'limit-offset'
       ? Type.Object({
-          limit: Type.Optional(Type.String({ description: `Items in this page: a whole number ≥ 1; default ${options.pageSize}; above ${options.maxLimit} it is lowered to ${options.maxLimit}.` })),
-          offset: Type.Optional(Type.String({ description: 'Items skipped from the start: a whole number ≥ 0; default 0.' })),
+          limit: Type.Optional(
+            Type.String({
+              description: `Items in this page: a whole number ≥ 1 in plain digits; default ${options.pageSize}; above ${options.maxLimit} it is lowered to ${options.maxLimit}, and the links carry ${options.maxLimit}.`,
+              examples: ['20'],
+            }),
+          ),
+          offset: Type.Optional(
+            Type.String({ description: 'Items skipped from the start: a whole number ≥ 0 in plain digits; default 0. Past the end: 200 with empty results.', examples: ['40'] }),
+          ),
         })
       : Type.Object({
-          page: Type.Optional(Type.String({ description: `Page number (${PAGE_NUMBER_SIZE} a page): a whole number ≥ 1, or "last"; default 1.` })),
+          page: Type.Optional(
+            Type.String({
+              description: `Page number (${PAGE_NUMBER_SIZE} products a page, fixed; \`page_size\` is ignored): a whole number ≥ 1 in plain digits, or "last"; absent or empty: 1.`,
+              examples: ['2', 'last'],
+            }),
+          ),
         });
 
   resource(app, cors, '/api/v2/shop/products', {
@@ -44,9 +57,20 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
         validatorCompiler: () => (value: unknown) => ({ value }),
         schema: {
           summary: `One page of products (${pagination} style)`,
+          description: [
+            `This deployment pages by ${pagination === 'limit-offset' ? '`limit` and `offset`' : '`page` number'} (setting PAGINATION; the other style is \`${pagination === 'limit-offset' ? 'page-number' : 'limit-offset'}\`).`,
+            '`next` and `previous` are absolute URLs that keep the other query parameters, or null. Unknown parameters are ignored.',
+            '',
+            '*(decided)* A parameter that is not a whole number in range, in plain decimal digits (`limit=abc`, `limit=0`, `limit=1e2`, `offset=-1`, `page=1.5`), is a 400 naming the parameter rather than a silent fallback.',
+          ].join('\n'),
           tags: ['v2'],
           querystring,
-          response: { 200: PageSchema, 400: ProblemSchema, 404: ProblemSchema },
+          response: {
+            200: jsonResponse('One page; `results` hold exactly name, price and barcode, in pk order.', Type.Ref('Page')),
+            400: problemResponse('A paging parameter is not valid; `errors` names it.'),
+            ...(pagination === 'page-number' ? { 404: problemResponse('The page is past the last page.') } : {}),
+            503: STORE_UNAVAILABLE,
+          },
         },
       },
       handler: async (request) =>
