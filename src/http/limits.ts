@@ -1,7 +1,9 @@
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance } from 'fastify';
 import type { RateLimit } from '../config.js';
+import Type from 'typebox';
 import { HttpProblem } from './problem.js';
+import { problemResponse } from './responses.js';
 
 /**
  * How long the server waits on a slow or silent client. They bound what a client that sends
@@ -26,6 +28,14 @@ export const TIMEOUTS = Object.freeze({
  * with `Retry-After` (seconds); every answer carries the `X-RateLimit-*` headers.
  */
 export async function useRateLimit(app: FastifyInstance, limit: RateLimit): Promise<void> {
+  // Every route limited from here on can answer 429; its documented answers say so.
+  const tooMany = problemResponse(`More than ${limit.max} requests from this address in ${describeWindow(limit.windowMs)} (RATE_LIMIT).`, {
+    'Retry-After': Type.String({ description: 'Seconds to wait before retrying.', examples: ['30'] }),
+  });
+  app.addHook('onRoute', (route) => {
+    const responses = route.schema?.response as Record<string, unknown> | undefined;
+    if (responses !== undefined && !Object.hasOwn(responses, '429')) responses['429'] = tooMany;
+  });
   await app.register(rateLimit, {
     max: limit.max,
     timeWindow: limit.windowMs,

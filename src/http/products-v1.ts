@@ -112,7 +112,6 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
             413: problemResponse(`The body is larger than ${BODY_LIMIT_BYTES} bytes (refused at once when Content-Length declares it).`),
             415: problemResponse('The Content-Type is not application/json.'),
             422: problemResponse('The Idempotency-Key was already used with a different product.'),
-            429: problemResponse('RATE_LIMIT is set and this client went over it; `Retry-After` says when to try again.'),
             503: STORE_UNAVAILABLE,
           },
         },
