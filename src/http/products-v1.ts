@@ -107,7 +107,6 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
               Location: Type.String({ description: 'The new product\'s address.', examples: ['/api/v1/shop/product/1'] }),
             }),
             400: problemResponse('The body is not valid UTF-8 JSON, not an object, or breaks the product rules; `errors` lists every failing field.'),
-            401: problemResponse('API_TOKEN is set and the request has no `Authorization: Bearer` token, or a wrong one.'),
             409: problemResponse('Another product already has this barcode; `errors.barcode` says so.'),
             413: problemResponse(`The body is larger than ${BODY_LIMIT_BYTES} bytes (refused at once when Content-Length declares it).`),
             415: problemResponse('The Content-Type is not application/json.'),
