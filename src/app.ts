@@ -4,14 +4,16 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { Config } from './config.js';
 import { useCors, type CorsSettings } from './http/cors.js';
 import { useApiDocs } from './http/docs.js';
-import { answerFrameworkError, useProblemErrors } from './http/error-handler.js';
+import { useProblemErrors } from './http/error-handler.js';
 import { health } from './http/health.js';
 import { BODY_LIMIT_BYTES, useStrictJsonBodies } from './http/json-body.js';
 import { TIMEOUTS, useRateLimit } from './http/limits.js';
+import { EXTRA_HTTP_METHODS, clientErrorHandler, frameworkErrors } from './http/low-level-errors.js';
 import { useMetrics } from './http/metrics.js';
 import { productsV1 } from './http/products-v1.js';
+import { useHostCheck } from './http/request-address.js';
 import { productsV2 } from './http/products-v2.js';
-import { requestId, useRequestIdHeader } from './http/request-id.js';
+import { requestId, useRequestIdHeader, withRequestId } from './http/request-id.js';
 import { useSharedSchemas } from './http/responses.js';
 import { webPage } from './http/web-page.js';
 import { useWriteToken } from './http/write-access.js';
@@ -30,13 +32,17 @@ export interface AppOptions {
  * @example const app = await buildApp({ config: loadConfig({}), store }); await app.listen({ port: 0 });
  */
 export async function buildApp({ config, store, logger = false }: AppOptions): Promise<FastifyInstance> {
+  const allowedHeaders = ['Content-Type', 'Idempotency-Key'];
+  if (config.apiToken !== undefined) allowedHeaders.push('Authorization');
+  const cors: CorsSettings = { origin: config.corsOrigin, allowedHeaders };
   const app = Fastify({
     logger,
     bodyLimit: BODY_LIMIT_BYTES,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     trustProxy: trustProxySetting(config.trustProxy),
     genReqId: requestId,
-    frameworkErrors: answerFrameworkError,
+    frameworkErrors: withRequestId(frameworkErrors(cors)),
+    clientErrorHandler: clientErrorHandler(cors),
     requestTimeout: TIMEOUTS.requestMs,
     connectionTimeout: TIMEOUTS.idleSocketMs,
     keepAliveTimeout: TIMEOUTS.keepAliveMs,
@@ -45,11 +51,12 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
     return503OnClosing: false,
   });
   app.server.headersTimeout = TIMEOUTS.headersMs;
-  const allowedHeaders = ['Content-Type', 'Idempotency-Key'];
-  if (config.apiToken !== undefined) allowedHeaders.push('Authorization');
-  const cors: CorsSettings = { origin: config.corsOrigin, allowedHeaders };
+  for (const method of EXTRA_HTTP_METHODS) {
+    if (!app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true });
+  }
 
   useProblemErrors(app);
+  useHostCheck(app);
   useStrictJsonBodies(app);
   useRequestIdHeader(app);
   await useCors(app, cors);

@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance } from 'fastify';
 import { DuplicateBarcodeError, InvalidProductError, StoreUnavailableError } from '../catalogue/errors.js';
 import { BODY_LIMIT_BYTES, UNSUPPORTED_MEDIA_TYPE } from './json-body.js';
 import { HttpProblem, sendProblem } from './problem.js';
@@ -51,21 +51,4 @@ function clientErrorDetail(error: FastifyError): string {
     default:
       return error.message;
   }
-}
-
-/**
- * Fastify's own refusals made before routing (a path whose percent-encoding cannot be decoded, a
- * path parameter over the length limit), which skip the error handler and every hook: sent as
- * problem documents with the request id like every other answer.
- */
-export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  reply.header('X-Request-Id', request.id);
-  const status = typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 400;
-  const detail =
-    error.code === 'FST_ERR_BAD_URL'
-      ? 'The address is not valid: it has a broken percent-encoding (such as %zz, or bytes that are not UTF-8).'
-      : error.code === 'FST_ERR_MAX_PARAM_LENGTH'
-        ? 'The address is too long.'
-        : error.message;
-  void sendProblem(reply, status, detail);
 }

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { InvalidProductError } from '../catalogue/errors.js';
+import { JsonNumber } from '../catalogue/json-number.js';
 import { checkNewProduct, type Product } from '../catalogue/product.js';
 import type { CatalogueStore } from '../storage/store.js';
 import type { CorsSettings } from './cors.js';
@@ -123,7 +124,7 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
             ? new HttpProblem(415, UNSUPPORTED_MEDIA_TYPE)
             : new HttpProblem(400, 'The body is empty; send a JSON object.');
         }
-        if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+        if (typeof body !== 'object' || body === null || Array.isArray(body) || body instanceof JsonNumber) {
           throw new HttpProblem(400, 'The body must be a JSON object with name, barcode and price.');
         }
         const checked = checkNewProduct(body as Record<string, unknown>);
@@ -141,8 +142,10 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
  * becomes 0, which no product has.
  */
 function parsePk(text: string): number {
-  if (!/^[0-9]{1,16}$/.test(text)) return 0;
-  const pk = Number(text);
+  if (!/^[0-9]+$/.test(text)) return 0;
+  const digits = text.replace(/^0+(?=[0-9])/, '');
+  if (digits.length > 16) return 0;
+  const pk = Number(digits);
   return Number.isSafeInteger(pk) ? pk : 0;
 }
 

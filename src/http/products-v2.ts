@@ -14,7 +14,8 @@ import { HttpProblem } from './problem.js';
 import { resource } from './resource.js';
 import { STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
 import type { PageWire } from './schemas.js';
-import { pageItemWire, requestParams, requestPath } from './wire.js';
+import { requestAddress } from './request-address.js';
+import { pageItemWire } from './wire.js';
 
 export interface ProductsV2Options {
   readonly store: CatalogueStore;
@@ -80,32 +81,28 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
 }
 
 async function limitOffsetPage(request: FastifyRequest, store: CatalogueStore, options: ProductsV2Options): Promise<PageWire> {
-  const params = requestParams(request.url);
+  const { base, path, params } = requestAddress(request);
   const parsed = parseLimitOffset(params, options.pageSize, options.maxLimit);
   if (!parsed.ok) throw new HttpProblem(400, 'The page parameters are not valid.', { errors: parsed.errors });
   const count = await store.countProducts();
   const { limit, offset } = parsed.value;
   const products = offset >= count ? [] : await store.listProducts(offset, limit);
-  const links = limitOffsetLinks(baseUrl(request), requestPath(request.url), params, parsed.value, count);
+  const links = limitOffsetLinks(base, path, params, parsed.value, count);
   return { count, ...links, results: products.map(pageItemWire) };
 }
 
 async function pageNumberPage(request: FastifyRequest, store: CatalogueStore): Promise<PageWire> {
-  const params = requestParams(request.url);
+  const { base, path, params } = requestAddress(request);
   const parsed = parsePage(params);
   if (!parsed.ok) throw new HttpProblem(400, 'The page parameter is not valid.', { errors: parsed.errors });
   const count = await store.countProducts();
   const lastPage = Math.max(1, Math.ceil(count / PAGE_NUMBER_SIZE));
   const page = parsed.value === 'last' ? lastPage : parsed.value;
   if (page > lastPage) {
-    throw new HttpProblem(404, `Page ${page} does not exist; the last page is ${lastPage}.`);
+    // The page as written: a number too large to hold exactly is still named as the client sent it.
+    throw new HttpProblem(404, `Page ${params.get('page')} does not exist; the last page is ${lastPage}.`);
   }
   const products = await store.listProducts((page - 1) * PAGE_NUMBER_SIZE, PAGE_NUMBER_SIZE);
-  const links = pageNumberLinks(baseUrl(request), requestPath(request.url), params, page, lastPage);
+  const links = pageNumberLinks(base, path, params, page, lastPage);
   return { count, ...links, results: products.map(pageItemWire) };
-}
-
-/** `http://host:port` as the client addressed the service. */
-function baseUrl(request: FastifyRequest): string {
-  return `${request.protocol}://${request.host}`;
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 
@@ -21,4 +21,14 @@ export function useRequestIdHeader(app: FastifyInstance): void {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
   });
+}
+
+type FrameworkErrors = NonNullable<FastifyServerOptions['frameworkErrors']>;
+
+/** Fastify's refusals before routing skip every hook; this puts the id on them too. */
+export function withRequestId(answer: FrameworkErrors): FrameworkErrors {
+  return (error, request, reply) => {
+    reply.header('X-Request-Id', request.id);
+    return answer(error, request, reply);
+  };
 }

@@ -49,7 +49,9 @@ export function resource(app: FastifyInstance, cors: CorsSettings, url: string, 
         }),
       },
     },
-    handler: (_request, reply) => preflight(reply, cors, allow),
+    // Answered before the body is read: a preflight is a 200 whatever body or type it carries.
+    onRequest: async (_request, reply) => preflight(reply, cors, allow),
+    handler: async () => undefined,
   });
 
   const others = app.supportedMethods.filter((m) => !allowed.includes(m)) as HTTPMethods[];
