@@ -7,12 +7,16 @@ import { useApiDocs } from './http/docs.js';
 import { useProblemErrors } from './http/error-handler.js';
 import { health } from './http/health.js';
 import { BODY_LIMIT_BYTES, useStrictJsonBodies } from './http/json-body.js';
+import { TIMEOUTS, useRateLimit } from './http/limits.js';
 import { EXTRA_HTTP_METHODS, clientErrorHandler, frameworkErrors } from './http/low-level-errors.js';
+import { useMetrics } from './http/metrics.js';
 import { productsV1 } from './http/products-v1.js';
 import { useHostCheck } from './http/request-address.js';
 import { productsV2 } from './http/products-v2.js';
+import { requestId, useRequestIdHeader, withRequestId } from './http/request-id.js';
 import { useSharedSchemas } from './http/responses.js';
 import { webPage } from './http/web-page.js';
+import { useWriteToken } from './http/write-access.js';
 import type { CatalogueStore } from './storage/store.js';
 
 export interface AppOptions {
@@ -28,14 +32,25 @@ export interface AppOptions {
  * @example const app = await buildApp({ config: loadConfig({}), store }); await app.listen({ port: 0 });
  */
 export async function buildApp({ config, store, logger = false }: AppOptions): Promise<FastifyInstance> {
-  const cors: CorsSettings = { origin: config.corsOrigin, allowedHeaders: ['Content-Type'] };
+  const allowedHeaders = ['Content-Type', 'Idempotency-Key'];
+  if (config.apiToken !== undefined) allowedHeaders.push('Authorization');
+  const cors: CorsSettings = { origin: config.corsOrigin, allowedHeaders };
   const app = Fastify({
     logger,
     bodyLimit: BODY_LIMIT_BYTES,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
-    frameworkErrors: frameworkErrors(cors),
+    trustProxy: trustProxySetting(config.trustProxy),
+    genReqId: requestId,
+    frameworkErrors: withRequestId(frameworkErrors(cors)),
     clientErrorHandler: clientErrorHandler(cors),
+    requestTimeout: TIMEOUTS.requestMs,
+    connectionTimeout: TIMEOUTS.idleSocketMs,
+    keepAliveTimeout: TIMEOUTS.keepAliveMs,
+    // While stopping, a request that still arrives on an open connection is served (the database
+    // closes only after it) instead of getting Fastify's own 503 body, which is no problem document.
+    return503OnClosing: false,
   });
+  app.server.headersTimeout = TIMEOUTS.headersMs;
   for (const method of EXTRA_HTTP_METHODS) {
     if (!app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true });
   }
@@ -43,10 +58,15 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
   useProblemErrors(app);
   useHostCheck(app);
   useStrictJsonBodies(app);
+  useRequestIdHeader(app);
   await useCors(app, cors);
   await useApiDocs(app);
   useSharedSchemas(app);
+  // Probes and metrics come before the rate limit, so that monitoring is never held back.
+  useMetrics(app, cors, store);
   await app.register(health, { store, cors });
+  if (config.rateLimit !== undefined) await useRateLimit(app, config.rateLimit);
+  if (config.apiToken !== undefined) useWriteToken(app, config.apiToken);
   await app.register(productsV1, { store, cors });
   await app.register(productsV2, {
     store,
@@ -57,4 +77,9 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
   });
   await app.register(webPage);
   return app;
+}
+
+function trustProxySetting(trust: Config['trustProxy']): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof trust === 'number') return (_address, hop) => hop < trust;
+  return trust === false ? false : [...trust];
 }

@@ -6,6 +6,12 @@ export type DatabaseLocation =
   | { readonly kind: 'sqlite'; readonly path: string }
   | { readonly kind: 'postgres'; readonly url: string };
 
+/** At most `max` requests per client in each window of `windowMs` milliseconds. */
+export interface RateLimit {
+  readonly max: number;
+  readonly windowMs: number;
+}
+
 export interface Config {
   readonly port: number;
   readonly host: string;
@@ -17,6 +23,16 @@ export interface Config {
   /** `'*'` or a list of exact origins allowed to read answers from a browser. */
   readonly corsOrigin: '*' | readonly string[];
   readonly logLevel: string;
+  /** When set, creating a product needs `Authorization: Bearer <apiToken>`; reads stay public. */
+  readonly apiToken: string | undefined;
+  /** Per-client request limit, or `undefined` for none. */
+  readonly rateLimit: RateLimit | undefined;
+  /**
+   * Which proxies' `X-Forwarded-*` headers to believe: none (`false`), the nearest N hops, or
+   * proxies at these addresses. Decides the client address (rate limit, logs) and the scheme and
+   * host of v2 page links.
+   */
+  readonly trustProxy: false | number | readonly string[];
 }
 
 export class ConfigError extends Error {
@@ -89,6 +105,24 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     problems.push(`LOG_LEVEL=${JSON.stringify(logLevel)} is not valid: expected one of ${LOG_LEVELS.join(', ')}.`);
   }
 
+  const apiToken = env['API_TOKEN'] === undefined || env['API_TOKEN'] === '' ? undefined : env['API_TOKEN'];
+  if (apiToken !== undefined && !/^[\x21-\x7e]{16,512}$/.test(apiToken)) {
+    // The value itself is never echoed: it is a secret.
+    problems.push('API_TOKEN is not valid: expected 16 to 512 visible ASCII characters (no spaces), e.g. from `openssl rand -hex 32`.');
+  }
+
+  const rateLimitText = read('RATE_LIMIT', '');
+  const rateLimit = rateLimitText === '' ? undefined : parseRateLimit(rateLimitText);
+  if (rateLimit === null) {
+    problems.push(`RATE_LIMIT=${JSON.stringify(rateLimitText)} is not valid: expected COUNT/second, COUNT/minute or COUNT/hour, e.g. 100/minute.`);
+  }
+
+  const trustProxyText = read('TRUST_PROXY', '');
+  const trustProxy = parseTrustProxy(trustProxyText);
+  if (trustProxy === undefined) {
+    problems.push(`TRUST_PROXY=${JSON.stringify(trustProxyText)} is not valid: expected a number of proxy hops (1 to 10), or a comma-separated list of proxy addresses or CIDR ranges such as 10.0.0.0/8.`);
+  }
+
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({
     port,
@@ -100,7 +134,48 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     maxLimit,
     corsOrigin: corsOrigin!,
     logLevel,
+    apiToken,
+    rateLimit: rateLimit ?? undefined,
+    trustProxy: trustProxy!,
   });
+}
+
+function parseTrustProxy(text: string): Config['trustProxy'] | undefined {
+  if (text === '') return false;
+  if (/^[0-9]+$/.test(text)) {
+    const hops = Number(text);
+    return hops >= 1 && hops <= 10 ? hops : undefined;
+  }
+  const ranges = text.split(',').map((range) => range.trim());
+  const valid = ranges.every((range) => {
+    const [address = '', bits, ...rest] = range.split('/');
+    const family = isIP(address);
+    if (family === 0 || rest.length > 0) return false;
+    return bits === undefined || (/^[0-9]{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
+  });
+  return valid ? Object.freeze(ranges) : undefined;
+}
+
+const WINDOWS_MS: Readonly<Record<string, number>> = { second: 1000, minute: 60_000, hour: 3_600_000 };
+
+function parseRateLimit(text: string): RateLimit | null {
+  const match = /^([0-9]{1,9})\s*\/\s*(second|minute|hour)$/.exec(text);
+  if (match === null || Number(match[1]) < 1) return null;
+  return Object.freeze({ max: Number(match[1]), windowMs: WINDOWS_MS[match[2]!]! });
+}
+
+/** Whether a `HOST` value only accepts connections from this machine. */
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.[0-9]+\.[0-9]+\.[0-9]+$/.test(host);
+}
+
+/** What an operator should hear at start: settings that are valid but risky together. */
+export function startupWarnings(config: Config): string[] {
+  const warnings: string[] = [];
+  if (config.apiToken === undefined && !isLoopbackHost(config.host)) {
+    warnings.push(`API_TOKEN is not set and HOST=${config.host} accepts connections from other machines: anyone who can reach the service can create products.`);
+  }
+  return warnings;
 }
 
 function parseDatabaseUrl(url: string): DatabaseLocation | undefined {

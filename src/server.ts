@@ -1,5 +1,6 @@
 import { buildApp } from './app.js';
-import { ConfigError, loadConfig, redactPassword } from './config.js';
+import { ConfigError, loadConfig, redactPassword, startupWarnings } from './config.js';
+import { loggerOptions } from './http/logging.js';
 import { openStore } from './storage/open-store.js';
 
 /** How long in-flight requests may take to finish after a stop signal. */
@@ -26,9 +27,10 @@ async function main(): Promise<void> {
     process.exit(1);
   }
 
-  const app = await buildApp({ config, store, logger: { level: config.logLevel } });
+  const app = await buildApp({ config, store, logger: loggerOptions(config.logLevel) });
   await app.listen({ port: config.port, host: config.host });
   app.log.info(`catalogue on ${where}, ${config.pagination} pagination`);
+  for (const warning of startupWarnings(config)) app.log.warn(warning);
 
   let stopping = false;
   const stop = async (signal: string): Promise<void> => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError, isLoopbackHost, loadConfig, startupWarnings } from '../src/config.js';
 
 describe('loadConfig', () => {
   it('has the documented defaults', () => {
@@ -14,6 +14,9 @@ describe('loadConfig', () => {
       maxLimit: 1000,
       corsOrigin: '*',
       logLevel: 'info',
+      apiToken: undefined,
+      rateLimit: undefined,
+      trustProxy: false,
     });
   });
 
@@ -61,5 +64,47 @@ describe('loadConfig', () => {
       assert.doesNotMatch(error.message, /secret/);
       return true;
     });
+  });
+
+  it('reads the token and the rate limit', () => {
+    const config = loadConfig({ API_TOKEN: 'a-long-enough-token-1234', RATE_LIMIT: '100/minute' });
+    assert.equal(config.apiToken, 'a-long-enough-token-1234');
+    assert.deepEqual(config.rateLimit, { max: 100, windowMs: 60_000 });
+    assert.deepEqual(loadConfig({ RATE_LIMIT: '5 / second' }).rateLimit, { max: 5, windowMs: 1000 });
+  });
+
+  it('refuses a short token without showing it, and a malformed rate limit', () => {
+    assert.throws(
+      () => loadConfig({ API_TOKEN: 'short secret', RATE_LIMIT: '100 per minute' }),
+      (error: unknown) => {
+        assert.ok(error instanceof ConfigError);
+        assert.deepEqual(error.problems.map((p) => p.split(/[ =]/)[0]), ['API_TOKEN', 'RATE_LIMIT']);
+        assert.doesNotMatch(error.message, /short secret/);
+        return true;
+      },
+    );
+    for (const bad of ['0/minute', '10/day', 'many/second', '-1/hour']) {
+      assert.throws(() => loadConfig({ RATE_LIMIT: bad }), /RATE_LIMIT=/, bad);
+    }
+  });
+
+  it('warns when anyone on the network could create products', () => {
+    const token = 'a-long-enough-token-1234';
+    assert.equal(startupWarnings(loadConfig({ HOST: '0.0.0.0' })).length, 1);
+    assert.match(startupWarnings(loadConfig({ HOST: '0.0.0.0' }))[0]!, /API_TOKEN is not set/);
+    assert.deepEqual(startupWarnings(loadConfig({ HOST: '0.0.0.0', API_TOKEN: token })), []);
+    for (const host of ['127.0.0.1', '127.1.2.3', '::1', 'localhost']) {
+      assert.ok(isLoopbackHost(host), host);
+      assert.deepEqual(startupWarnings(loadConfig({ HOST: host })), [], host);
+    }
+    assert.equal(isLoopbackHost('192.168.1.5'), false);
+  });
+
+  it('reads which proxies to trust', () => {
+    assert.equal(loadConfig({ TRUST_PROXY: '1' }).trustProxy, 1);
+    assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1, ::1' }).trustProxy, ['10.0.0.0/8', '127.0.0.1', '::1']);
+    for (const bad of ['0', '11', 'yes', '10.0.0.0/33', '300.1.1.1', 'proxy.example']) {
+      assert.throws(() => loadConfig({ TRUST_PROXY: bad }), /TRUST_PROXY=/, bad);
+    }
   });
 });

@@ -1,6 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { parse } from 'lossless-json';
-import { JsonNumber } from '../catalogue/json-number.js';
+import { parseJsonKeepingNumbers } from '../catalogue/parse-json.js';
 import { HttpProblem } from './problem.js';
 
 /** The contract's body limit: 16 KiB, inclusive. */
@@ -42,7 +41,7 @@ export function parseJsonBody(raw: Buffer): unknown {
   }
   if (text.trim() === '') throw new HttpProblem(400, 'The body is empty; send a JSON object.');
   try {
-    return parse(text, null, (digits) => new JsonNumber(digits));
+    return parseJsonKeepingNumbers(text);
   } catch (error) {
     // A RangeError is a stack overflow from absurd nesting: still the client's malformed body.
     const reason = error instanceof SyntaxError ? `: ${error.message}` : '';

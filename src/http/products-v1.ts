@@ -7,6 +7,7 @@ import type { CatalogueStore } from '../storage/store.js';
 import type { CorsSettings } from './cors.js';
 import { BODY_LIMIT_BYTES, UNSUPPORTED_MEDIA_TYPE } from './json-body.js';
 import Type from 'typebox';
+import { createProductOnce } from './idempotency.js';
 import { HttpProblem } from './problem.js';
 import { resource } from './resource.js';
 import { STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
@@ -95,6 +96,13 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
           ].join('\n'),
           tags: ['v1'],
           body: Type.Ref('NewProduct'),
+          headers: Type.Object({
+            'idempotency-key': Type.Optional(
+              Type.String({
+                description: 'Makes a retry safe: a repeat within 24 h with the same product replays the first 201 and creates nothing; with a different product it is a 422. 1 to 255 visible ASCII characters, e.g. a UUID.',
+              }),
+            ),
+          }),
           response: {
             201: jsonResponse('Created: the product with its new pk.', Type.Ref('Product'), {
               Location: Type.String({ description: 'The new product\'s address.', examples: ['/api/v1/shop/product/1'] }),
@@ -103,6 +111,7 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
             409: problemResponse('Another product already has this barcode; `errors.barcode` says so.'),
             413: problemResponse(`The body is larger than ${BODY_LIMIT_BYTES} bytes (refused at once when Content-Length declares it).`),
             415: problemResponse('The Content-Type is not application/json.'),
+            422: problemResponse('The Idempotency-Key was already used with a different product.'),
             503: STORE_UNAVAILABLE,
           },
         },
@@ -120,7 +129,8 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
         }
         const checked = checkNewProduct(body as Record<string, unknown>);
         if (!checked.ok) throw new InvalidProductError(checked.errors);
-        const product = await store.createProduct(checked.product);
+        const { product, replayed } = await createProductOnce(request, store, checked.product);
+        if (replayed) reply.header('Idempotent-Replayed', 'true');
         return reply.code(201).header('Location', `/api/v1/shop/product/${product.pk}`).send(productWire(product));
       },
     },

@@ -39,7 +39,8 @@ export function requestAddress(request: FastifyRequest): RequestAddress {
   }
   const query = target.indexOf('?');
   return {
-    base: `${request.protocol}://${request.headers.host ?? localAddress(request)}`,
+    // `request.host` is `Host`, or `X-Forwarded-Host` from a proxy TRUST_PROXY names.
+    base: `${request.protocol}://${request.host !== '' && VALID_HOST.test(request.host) ? request.host : (request.headers.host ?? localAddress(request))}`,
     path: query === -1 ? target : target.slice(0, query),
     params: new URLSearchParams(query === -1 ? '' : target.slice(query + 1)),
   };

@@ -1,7 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { NewProduct, Product } from '../catalogue/product.js';
 import { DuplicateBarcodeError, StoreUnavailableError } from '../catalogue/errors.js';
-import type { CatalogueStore } from './store.js';
+import type { CatalogueStore, IdempotencyRecord, KeyedCreation, PoolStats } from './store.js';
 import type { Database, ProductTable } from './schema.js';
 
 /** What differs between databases once the queries are shared: how their errors read. */
@@ -10,14 +10,24 @@ export interface DialectErrors {
   isConnectionFailure(error: unknown): boolean;
 }
 
+export interface KyselyStoreOptions {
+  /** Reads the driver's connection pool, where there is one. */
+  readonly poolStats?: () => PoolStats;
+}
+
+/** Rows per statement when many are read or written at once; well under every database's parameter limit. */
+const ROWS_PER_STATEMENT = 500;
+
 /** The one implementation of `CatalogueStore`, over any database Kysely speaks to. */
 export class KyselyCatalogueStore implements CatalogueStore {
   readonly #db: Kysely<Database>;
   readonly #errors: DialectErrors;
+  readonly #poolStats: (() => PoolStats) | undefined;
 
-  constructor(db: Kysely<Database>, errors: DialectErrors) {
+  constructor(db: Kysely<Database>, errors: DialectErrors, options: KyselyStoreOptions = {}) {
     this.#db = db;
     this.#errors = errors;
+    this.#poolStats = options.poolStats;
   }
 
   async createProduct(product: NewProduct): Promise<Product> {
@@ -90,12 +100,91 @@ export class KyselyCatalogueStore implements CatalogueStore {
     return rows.map(toProduct);
   }
 
+  async findKeyedCreation(key: string, notBefore: Date): Promise<KeyedCreation | undefined> {
+    const row = await this.#run(() =>
+      this.#db
+        .selectFrom('idempotency_key')
+        .innerJoin('product', 'product.pk', 'idempotency_key.product_pk')
+        .select(['idempotency_key.fingerprint', 'product.pk', 'product.name', 'product.barcode', 'product.price_cents'])
+        .where('idempotency_key.key', '=', key)
+        .where('idempotency_key.created_at', '>=', notBefore.getTime())
+        .executeTakeFirst(),
+    );
+    return row === undefined ? undefined : { fingerprint: row.fingerprint, product: toProduct(row) };
+  }
+
+  async createKeyedProduct(product: NewProduct, record: IdempotencyRecord, expiredBefore: Date): Promise<Product> {
+    try {
+      return await this.#db.transaction().execute(async (trx) => {
+        // Writing first takes the write lock at once (SQLite), and keeps the table small.
+        await trx.deleteFrom('idempotency_key').where('created_at', '<', expiredBefore.getTime()).execute();
+        const row = await trx
+          .insertInto('product')
+          .values({ name: product.name, barcode: product.barcode, price_cents: product.priceCents })
+          .returning(['pk', 'name', 'barcode', 'price_cents'])
+          .executeTakeFirstOrThrow();
+        await trx
+          .insertInto('idempotency_key')
+          .values({ key: record.key, fingerprint: record.fingerprint, product_pk: row.pk, created_at: record.createdAt.getTime() })
+          .execute();
+        return toProduct(row);
+      });
+    } catch (error) {
+      if (this.#errors.isUniqueViolation(error)) throw new DuplicateBarcodeError(product.barcode);
+      throw this.#translate(error);
+    }
+  }
+
+  async existingBarcodes(barcodes: readonly string[]): Promise<Set<string>> {
+    const found = new Set<string>();
+    for (let start = 0; start < barcodes.length; start += ROWS_PER_STATEMENT) {
+      const chunk = barcodes.slice(start, start + ROWS_PER_STATEMENT);
+      const rows = await this.#run(() => this.#db.selectFrom('product').select('barcode').where('barcode', 'in', chunk).execute());
+      for (const row of rows) found.add(row.barcode);
+    }
+    return found;
+  }
+
+  async insertProducts(batches: AsyncIterable<readonly NewProduct[]>): Promise<number> {
+    let chunk: readonly NewProduct[] = [];
+    try {
+      return await this.#db.transaction().execute(async (trx) => {
+        let stored = 0;
+        for await (const batch of batches) {
+          for (let start = 0; start < batch.length; start += ROWS_PER_STATEMENT) {
+            chunk = batch.slice(start, start + ROWS_PER_STATEMENT);
+            await trx
+              .insertInto('product')
+              .values(chunk.map((p) => ({ name: p.name, barcode: p.barcode, price_cents: p.priceCents })))
+              .execute();
+            stored += chunk.length;
+          }
+        }
+        return stored;
+      });
+    } catch (error) {
+      if (this.#errors.isUniqueViolation(error)) throw new DuplicateBarcodeError(await this.#takenBarcode(chunk));
+      throw this.#translate(error);
+    }
+  }
+
+  poolStats(): PoolStats | undefined {
+    return this.#poolStats?.();
+  }
+
   async ping(): Promise<void> {
     await this.#run(() => this.#db.selectFrom('product').select('pk').limit(1).execute());
   }
 
   async close(): Promise<void> {
     await this.#db.destroy();
+  }
+
+  /** Which barcode of a refused chunk was taken: one already stored, or else one repeated in the chunk. */
+  async #takenBarcode(chunk: readonly NewProduct[]): Promise<string> {
+    const barcodes = chunk.map((p) => p.barcode);
+    const [stored] = await this.existingBarcodes(barcodes);
+    return stored ?? barcodes.find((b, i) => barcodes.indexOf(b) !== i) ?? barcodes[0] ?? '';
   }
 
   async #run<T>(query: () => Promise<T>): Promise<T> {

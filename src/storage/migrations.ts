@@ -24,6 +24,22 @@ function migrationsFor(dialect: DialectKind): Record<string, Migration> {
         await db.schema.dropTable('product').execute();
       },
     },
+    '0003_idempotency': {
+      async up(db: Kysely<unknown>): Promise<void> {
+        await db.schema
+          .createTable('idempotency_key')
+          .addColumn('key', 'text', (col) => col.primaryKey())
+          .addColumn('fingerprint', 'text', (col) => col.notNull())
+          .addColumn('product_pk', dialect === 'sqlite' ? 'integer' : 'bigint', (col) => col.notNull().references('product.pk'))
+          .addColumn('created_at', 'bigint', (col) => col.notNull())
+          .execute();
+        // Expired keys are deleted by age.
+        await db.schema.createIndex('idempotency_key_created_at').on('idempotency_key').column('created_at').execute();
+      },
+      async down(db: Kysely<unknown>): Promise<void> {
+        await db.schema.dropTable('idempotency_key').execute();
+      },
+    },
   };
 }
 

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DatabaseLocation } from '../config.js';
 import { KyselyCatalogueStore } from './kysely-store.js';
 import { migrateToLatest } from './migrations.js';
-import { connectPostgres, postgresErrors } from './postgres/connect.js';
+import { connectPostgres, postgresErrors, postgresPoolStats } from './postgres/connect.js';
 import { connectSqlite, sqliteErrors } from './sqlite/connect.js';
 import type { CatalogueStore } from './store.js';
 import type { Database } from './schema.js';
@@ -63,5 +63,5 @@ function connect(
     poolMax: options.poolMax ?? DEFAULT_POOL_MAX,
     queryTimeLimits: purpose === 'serve',
   });
-  return { db, store: new KyselyCatalogueStore(db, postgresErrors) };
+  return { db, store: new KyselyCatalogueStore(db, postgresErrors, { poolStats: () => postgresPoolStats(db) }) };
 }

@@ -3,6 +3,7 @@ import type { Generated } from 'kysely';
 /** The tables as Kysely sees them. Column names are the database's, not the API's. */
 export interface Database {
   product: ProductTable;
+  idempotency_key: IdempotencyKeyTable;
 }
 
 export interface ProductTable {
@@ -11,6 +12,16 @@ export interface ProductTable {
   barcode: string;
   /** Exact money: integer cents (bigint on PostgreSQL, INTEGER on SQLite). */
   price_cents: number | string | bigint;
+}
+
+/** Which product a POST with an `Idempotency-Key` created, so that a retry gets the same answer. */
+export interface IdempotencyKeyTable {
+  key: string;
+  /** A digest of the request's product, to tell a retry from a different request reusing the key. */
+  fingerprint: string;
+  product_pk: number | string | bigint;
+  /** Milliseconds since the Unix epoch. */
+  created_at: number | string | bigint;
 }
 
 export type DialectKind = 'sqlite' | 'postgres';

@@ -25,9 +25,57 @@ export interface CatalogueStore {
   /** Up to `limit` products whose `pk` is greater than `afterPk`, in `pk` order (keyset paging). */
   listProductsAfter(afterPk: number, limit: number): Promise<Product[]>;
 
+  /**
+   * The creation an idempotency key recorded no earlier than `notBefore`, or `undefined`.
+   * Older records are treated as absent.
+   */
+  findKeyedCreation(key: string, notBefore: Date): Promise<KeyedCreation | undefined>;
+
+  /**
+   * Stores a new product and records `key` for it, both in one transaction: either both are
+   * stored or neither. A record of the same key older than `expiredBefore` is replaced.
+   * @throws DuplicateBarcodeError when the barcode is taken, or when the key was recorded
+   *   meanwhile by a concurrent request (look it up again to tell which); nothing is stored then.
+   */
+  createKeyedProduct(product: NewProduct, key: IdempotencyRecord, expiredBefore: Date): Promise<Product>;
+
+  /** Which of `barcodes` the catalogue already holds. */
+  existingBarcodes(barcodes: readonly string[]): Promise<Set<string>>;
+
+  /**
+   * Stores every product of every batch in one transaction: all or nothing.
+   * @returns how many products were stored.
+   * @throws DuplicateBarcodeError when a barcode is taken; nothing is stored then.
+   */
+  insertProducts(batches: AsyncIterable<readonly NewProduct[]>): Promise<number>;
+
+  /** The connection pool's state, or `undefined` for a database without a pool. */
+  poolStats(): PoolStats | undefined;
+
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
 
   /** Releases every connection. The store is unusable afterwards. */
   close(): Promise<void>;
+}
+
+/** What an idempotency key remembers: which request it was, by a digest of its content. */
+export interface IdempotencyRecord {
+  readonly key: string;
+  readonly fingerprint: string;
+  readonly createdAt: Date;
+}
+
+/** A product created under an idempotency key. */
+export interface KeyedCreation {
+  readonly fingerprint: string;
+  readonly product: Product;
+}
+
+/** Connections of a pool, by state. */
+export interface PoolStats {
+  readonly total: number;
+  readonly idle: number;
+  /** Queries waiting for a connection. */
+  readonly waiting: number;
 }

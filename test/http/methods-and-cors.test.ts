@@ -33,7 +33,7 @@ for (const testStore of STORES) {
             assert.equal(res.status, 200);
             assert.equal(res.headers['access-control-allow-origin'], '*');
             assert.equal(res.headers['access-control-allow-methods'], 'GET, POST, OPTIONS');
-            assert.equal(res.headers['access-control-allow-headers'], 'Content-Type');
+            assert.equal(res.headers['access-control-allow-headers'], 'Content-Type, Idempotency-Key');
             assert.equal(res.text, '');
           }
         });

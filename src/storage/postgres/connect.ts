@@ -7,6 +7,7 @@ import {
   type PostgresQueryResult,
 } from 'kysely';
 import { Pool, type PoolClient } from 'pg';
+import type { PoolStats } from '../store.js';
 import type { DialectErrors } from '../kysely-store.js';
 import type { Database } from '../schema.js';
 
@@ -53,7 +54,17 @@ export function connectPostgres(url: string, { poolMax, queryTimeLimits }: Postg
   // An idle connection that breaks (server restart, network cut) is dropped by the pool; without a
   // listener its error event would end the process. Requests in flight get their own error.
   pool.on('error', () => undefined);
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: discardingFailedClients(pool) }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: discardingFailedClients(pool) }) });
+  pools.set(db, pool);
+  return db;
+}
+
+const pools = new WeakMap<Kysely<Database>, Pool>();
+
+/** The state of the pool under a `connectPostgres` database, for metrics. */
+export function postgresPoolStats(db: Kysely<Database>): PoolStats {
+  const pool = pools.get(db);
+  return pool === undefined ? { total: 0, idle: 0, waiting: 0 } : { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
 }
 
 /**

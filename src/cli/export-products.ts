@@ -1,0 +1,49 @@
+import { Readable, type Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { stringify } from 'csv-stringify';
+import { formatPrice } from '../catalogue/price.js';
+import type { Product } from '../catalogue/product.js';
+import type { CatalogueStore } from '../storage/store.js';
+import type { FileFormat } from './product-rows.js';
+
+/** Products read from the database at a time. */
+const BATCH_ROWS = 1000;
+
+/**
+ * Writes the whole catalogue, in `pk` order, as the import reads it: CSV with a
+ * `name,barcode,price` header, or a JSON array with one product per line. Prices are exact decimal
+ * strings. Streams, so memory does not grow with the catalogue.
+ *
+ * @returns how many products were written.
+ */
+export async function exportProducts(store: CatalogueStore, format: FileFormat, output: Writable): Promise<number> {
+  let count = 0;
+  async function* products(): AsyncGenerator<{ name: string; barcode: string; price: string }> {
+    let after = 0;
+    for (;;) {
+      const batch: Product[] = await store.listProductsAfter(after, BATCH_ROWS);
+      for (const product of batch) {
+        count += 1;
+        yield { name: product.name, barcode: product.barcode, price: formatPrice(product.priceCents) };
+      }
+      if (batch.length < BATCH_ROWS) return;
+      after = batch[batch.length - 1]!.pk;
+    }
+  }
+  if (format === 'csv') {
+    await pipeline(Readable.from(products()), stringify({ header: true, columns: ['name', 'barcode', 'price'] }), output);
+  } else {
+    await pipeline(Readable.from(jsonLines(products())), output);
+  }
+  return count;
+}
+
+async function* jsonLines(items: AsyncIterable<object>): AsyncGenerator<string> {
+  let first = true;
+  yield '[';
+  for await (const item of items) {
+    yield `${first ? '\n' : ',\n'}${JSON.stringify(item)}`;
+    first = false;
+  }
+  yield first ? ']\n' : '\n]\n';
+}

@@ -1,0 +1,103 @@
+import { checkNewProduct, type FieldErrors, type NewProduct } from '../catalogue/product.js';
+import type { CatalogueStore } from '../storage/store.js';
+import { readProductRows, type FileFormat, type SourceRow } from './product-rows.js';
+
+/** Rows checked against the catalogue, or inserted, at a time. */
+const BATCH_ROWS = 1000;
+
+export interface BadRow {
+  readonly line: number;
+  readonly reason: string;
+}
+
+export interface ImportOptions {
+  readonly format: FileFormat;
+  /** Import the valid rows even when some are bad; otherwise any bad row stops the whole import. */
+  readonly skipInvalid: boolean;
+  /** Told of each chunk of bytes read, in the `checking` pass and then the `importing` pass. */
+  readonly onProgress?: (phase: 'checking' | 'importing', bytes: number) => void;
+}
+
+export interface ImportResult {
+  readonly imported: number;
+  /** In line order. */
+  readonly bad: readonly BadRow[];
+}
+
+/**
+ * Imports a file of products with the API's own rules, all or nothing by default.
+ *
+ * The file is read twice, streaming, so its size is bounded by the disk, not memory (only its
+ * barcodes are kept): first every row is checked (product rules, a barcode repeated in the file or
+ * already in the catalogue); then, if no row is bad or bad rows may be skipped, the good rows are
+ * inserted in batches inside one transaction.
+ *
+ * @throws UnreadableFileError when the file is not in the format; DuplicateBarcodeError when another
+ *   writer took a barcode between the passes. Nothing is imported then.
+ */
+export async function importProductFile(store: CatalogueStore, path: string, options: ImportOptions): Promise<ImportResult> {
+  const bad = await findBadRows(store, path, options);
+  if (bad.length > 0 && !options.skipInvalid) return { imported: 0, bad };
+
+  const badLines = new Set(bad.map((row) => row.line));
+  async function* batches(): AsyncGenerator<NewProduct[]> {
+    let batch: NewProduct[] = [];
+    for await (const row of readProductRows(path, options.format, (bytes) => options.onProgress?.('importing', bytes))) {
+      if (badLines.has(row.line)) continue;
+      const checked = checkRow(row);
+      if (!checked.ok) throw new Error(`Line ${row.line} changed while it was being imported.`);
+      batch.push(checked.product);
+      if (batch.length >= BATCH_ROWS) {
+        yield batch;
+        batch = [];
+      }
+    }
+    if (batch.length > 0) yield batch;
+  }
+  const imported = await store.insertProducts(batches());
+  return { imported, bad };
+}
+
+async function findBadRows(store: CatalogueStore, path: string, options: ImportOptions): Promise<BadRow[]> {
+  const bad: BadRow[] = [];
+  const lineOfBarcode = new Map<string, number>();
+  let pending: Array<{ line: number; barcode: string }> = [];
+  const checkPending = async (): Promise<void> => {
+    const taken = await store.existingBarcodes(pending.map((row) => row.barcode));
+    for (const row of pending) {
+      if (taken.has(row.barcode)) bad.push({ line: row.line, reason: `barcode: ${row.barcode} is already in the catalogue.` });
+    }
+    pending = [];
+  };
+
+  for await (const row of readProductRows(path, options.format, (bytes) => options.onProgress?.('checking', bytes))) {
+    const checked = checkRow(row);
+    if (!checked.ok) {
+      bad.push({ line: row.line, reason: checked.reason });
+      continue;
+    }
+    const { barcode } = checked.product;
+    const first = lineOfBarcode.get(barcode);
+    if (first !== undefined) {
+      bad.push({ line: row.line, reason: `barcode: ${barcode} is also on line ${first}.` });
+      continue;
+    }
+    lineOfBarcode.set(barcode, row.line);
+    pending.push({ line: row.line, barcode });
+    if (pending.length >= BATCH_ROWS) await checkPending();
+  }
+  await checkPending();
+  return bad.sort((a, b) => a.line - b.line);
+}
+
+function checkRow(row: SourceRow): { ok: true; product: NewProduct } | { ok: false; reason: string } {
+  if ('problem' in row) return { ok: false, reason: row.problem };
+  const checked = checkNewProduct(row.fields);
+  return checked.ok ? checked : { ok: false, reason: describe(checked.errors) };
+}
+
+function describe(errors: FieldErrors): string {
+  return Object.entries(errors)
+    .map(([field, messages]) => `${field}: ${messages.join(' ')}`)
+    .join(' ');
+}

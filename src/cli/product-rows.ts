@@ -1,0 +1,162 @@
+import { createReadStream } from 'node:fs';
+import { extname } from 'node:path';
+import { CsvError, parse as parseCsv } from 'csv-parse';
+import { JsonNumber } from '../catalogue/json-number.js';
+import { parseJsonKeepingNumbers } from '../catalogue/parse-json.js';
+import { PRODUCT_FIELDS } from '../catalogue/product.js';
+
+export type FileFormat = 'csv' | 'json';
+
+/** One product of a file, by the line it is on: its fields, or why it cannot even be read. */
+export type SourceRow =
+  | { readonly line: number; readonly fields: Readonly<Record<string, unknown>> }
+  | { readonly line: number; readonly problem: string };
+
+/** The file as a whole cannot be read (wrong header, broken quoting, not a JSON array, not UTF-8). */
+export class UnreadableFileError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnreadableFileError';
+  }
+}
+
+/** The format a file name implies: `.json` is JSON, anything else CSV. */
+export function formatOfPath(path: string): FileFormat {
+  return extname(path).toLowerCase() === '.json' ? 'json' : 'csv';
+}
+
+/**
+ * Reads products from a file, streaming: CSV with a `name,barcode,price` header (any column order),
+ * or a JSON array of `{name, barcode, price}` objects. Values are handed on as written (CSV fields as
+ * strings, JSON numbers as `JsonNumber`s) for the catalogue's own checks.
+ *
+ * @param onBytes told how many bytes each chunk read had, for progress.
+ * @throws UnreadableFileError when the file as a whole is not in the format.
+ */
+export async function* readProductRows(path: string, format: FileFormat, onBytes?: (bytes: number) => void): AsyncGenerator<SourceRow> {
+  const file = createReadStream(path);
+  if (onBytes !== undefined) file.on('data', (chunk) => onBytes(chunk.length));
+  yield* format === 'csv' ? csvRows(file) : jsonRows(file);
+}
+
+async function* csvRows(input: NodeJS.ReadableStream): AsyncGenerator<SourceRow> {
+  const parser = input.pipe(parseCsv({ info: true, bom: true, skip_empty_lines: true, relax_column_count: true }));
+  let header: string[] | undefined;
+  try {
+    for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
+      if (header === undefined) {
+        header = checkHeader(record);
+        continue;
+      }
+      if (record.length !== header.length) {
+        yield { line: info.lines, problem: `Expected ${header.length} fields (${header.join(',')}), found ${record.length}.` };
+        continue;
+      }
+      yield { line: info.lines, fields: Object.fromEntries(header.map((column, i) => [column, record[i]])) };
+    }
+  } catch (error) {
+    if (error instanceof CsvError) throw new UnreadableFileError(`Line ${String(error['lines'])}: ${error.message}`);
+    throw error;
+  }
+  if (header === undefined) throw new UnreadableFileError(`The file is empty; the first line must be the header ${PRODUCT_FIELDS.join(',')}.`);
+}
+
+function checkHeader(record: string[]): string[] {
+  const columns = record.map((column) => column.trim().toLowerCase());
+  const expected = PRODUCT_FIELDS as readonly string[];
+  const unknown = columns.filter((column) => !expected.includes(column));
+  const missing = expected.filter((column) => !columns.includes(column));
+  if (unknown.length > 0 || missing.length > 0 || new Set(columns).size !== columns.length) {
+    throw new UnreadableFileError(`Line 1: the header must name the columns ${expected.join(',')} once each (any order); found ${record.join(',')}.`);
+  }
+  return columns;
+}
+
+/**
+ * Splits a JSON array into its items while the bytes stream in, remembering the line each item starts
+ * on; each item is then parsed on its own, so one broken item is one bad row, not a broken file.
+ */
+async function* jsonRows(input: AsyncIterable<Buffer | string>): AsyncGenerator<SourceRow> {
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
+  let line = 1;
+  let depth = 0;
+  let opened = false;
+  let closed = false;
+  let inString = false;
+  let escaped = false;
+  let item = '';
+  let itemLine = 0;
+
+  const finishItem = (): SourceRow | undefined => {
+    const text = item.trim();
+    item = '';
+    if (text === '') return undefined;
+    return itemRow(text, itemLine);
+  };
+
+  for await (const chunk of input) {
+    let text: string;
+    try {
+      text = utf8.decode(typeof chunk === 'string' ? Buffer.from(chunk) : chunk, { stream: true });
+    } catch {
+      throw new UnreadableFileError(`Line ${line}: the file is not valid UTF-8.`);
+    }
+    const rows: SourceRow[] = [];
+    for (const ch of text) {
+      if (!opened || closed) {
+        if (ch === '\n') line += 1;
+        if (/\s/.test(ch)) continue;
+        if (!opened && ch === '[') {
+          opened = true;
+          depth = 1;
+          continue;
+        }
+        throw new UnreadableFileError(`Line ${line}: ${closed ? 'there is more after the closing ]' : 'a JSON file must hold one array of products, starting with ['}.`);
+      }
+      if (inString) {
+        item += ch;
+        if (escaped) escaped = false;
+        else if (ch === '\\') escaped = true;
+        else if (ch === '"') inString = false;
+        if (ch === '\n') line += 1;
+        continue;
+      }
+      if (depth === 1 && (ch === ',' || ch === ']')) {
+        const row = finishItem();
+        if (row !== undefined) rows.push(row);
+        else if (ch === ',') throw new UnreadableFileError(`Line ${line}: an empty item in the array.`);
+        if (ch === ']') {
+          closed = true;
+          depth = 0;
+        }
+        continue;
+      }
+      if (item === '' && /\s/.test(ch)) {
+        if (ch === '\n') line += 1;
+        continue;
+      }
+      if (item === '') itemLine = line;
+      item += ch;
+      if (ch === '\n') line += 1;
+      else if (ch === '"') inString = true;
+      else if (ch === '{' || ch === '[') depth += 1;
+      else if (ch === '}' || ch === ']') depth -= 1;
+    }
+    yield* rows;
+  }
+  if (!opened) throw new UnreadableFileError('The file is empty; a JSON file must hold one array of products.');
+  if (!closed) throw new UnreadableFileError(`Line ${line}: the file ends before the array is closed with ].`);
+}
+
+function itemRow(text: string, line: number): SourceRow {
+  let value: unknown;
+  try {
+    value = parseJsonKeepingNumbers(text);
+  } catch (error) {
+    return { line, problem: `Not valid JSON${error instanceof SyntaxError ? `: ${error.message}` : ''}.` };
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || value instanceof JsonNumber) {
+    return { line, problem: 'Each item must be an object with name, barcode and price.' };
+  }
+  return { line, fields: value as Record<string, unknown> };
+}

@@ -1,0 +1,70 @@
+import { createHash } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import { DuplicateBarcodeError } from '../catalogue/errors.js';
+import type { NewProduct, Product } from '../catalogue/product.js';
+import type { CatalogueStore } from '../storage/store.js';
+import { HttpProblem } from './problem.js';
+
+/** How long a key is remembered: a day, so that a till retrying after an outage still gets its answer. */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+
+export interface Creation {
+  readonly product: Product;
+  /** True when an earlier request with the same key created the product and this one only repeats the answer. */
+  readonly replayed: boolean;
+}
+
+/**
+ * Creates a product, at most once per `Idempotency-Key`: a request that repeats an earlier key with
+ * the same product gets the first request's product back and creates nothing; the same key with a
+ * different product is refused (422). Without the header it is a plain create.
+ *
+ * The key is recorded in the same transaction as the product, so concurrent requests with one key
+ * create one product however many instances share the database.
+ */
+export async function createProductOnce(request: FastifyRequest, store: CatalogueStore, product: NewProduct): Promise<Creation> {
+  const key = idempotencyKey(request);
+  if (key === undefined) return { product: await store.createProduct(product), replayed: false };
+
+  const fingerprint = fingerprintOf(product);
+  const now = new Date();
+  const cutoff = new Date(now.getTime() - IDEMPOTENCY_TTL_MS);
+  const earlier = await store.findKeyedCreation(key, cutoff);
+  if (earlier !== undefined) return replay(earlier.fingerprint, fingerprint, earlier.product);
+  try {
+    return { product: await store.createKeyedProduct(product, { key, fingerprint, createdAt: now }, cutoff), replayed: false };
+  } catch (error) {
+    if (!(error instanceof DuplicateBarcodeError)) throw error;
+    // A concurrent request with this key may have won the race; then this one is its retry.
+    const winner = await store.findKeyedCreation(key, cutoff);
+    if (winner === undefined) throw error;
+    return replay(winner.fingerprint, fingerprint, winner.product);
+  }
+}
+
+function replay(recorded: string, fingerprint: string, product: Product): Creation {
+  if (recorded !== fingerprint) {
+    throw new HttpProblem(422, 'This Idempotency-Key was already used for a different product; use a new key for a new product.', {
+      errors: { 'Idempotency-Key': ['Already used with a different body.'] },
+    });
+  }
+  return { product, replayed: true };
+}
+
+function idempotencyKey(request: FastifyRequest): string | undefined {
+  const value = request.headers['idempotency-key'];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !KEY_PATTERN.test(value)) {
+    throw new HttpProblem(400, 'The Idempotency-Key header is not valid.', {
+      errors: { 'Idempotency-Key': ['Send one key of 1 to 255 visible ASCII characters, e.g. a UUID.'] },
+    });
+  }
+  return value;
+}
+
+/** The product as stored, so that `12.5` and `"12.50"` or a name with extra spaces count as the same request. */
+function fingerprintOf(product: NewProduct): string {
+  return createHash('sha256').update(JSON.stringify([product.name, product.barcode, product.priceCents])).digest('hex');
+}

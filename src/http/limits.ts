@@ -1,0 +1,51 @@
+import rateLimit from '@fastify/rate-limit';
+import type { FastifyInstance } from 'fastify';
+import type { RateLimit } from '../config.js';
+import Type from 'typebox';
+import { HttpProblem } from './problem.js';
+import { problemResponse } from './responses.js';
+
+/**
+ * How long the server waits on a slow or silent client. They bound what a client that sends
+ * nothing (or one byte a minute) can hold on to: sockets, memory, a database connection.
+ */
+export const TIMEOUTS = Object.freeze({
+  /** The request line and headers must arrive within this time. */
+  headersMs: 15_000,
+  /** The whole request, body included, must arrive within this time. */
+  requestMs: 30_000,
+  /** A socket with no traffic either way is closed after this time. */
+  idleSocketMs: 60_000,
+  /**
+   * An idle keep-alive connection is kept this long. Longer than the 60 s idle timeout of common
+   * load balancers, so that they never send a request on a connection the service is closing.
+   */
+  keepAliveMs: 72_000,
+});
+
+/**
+ * Caps requests per client address and window. Clients over the cap get a 429 problem document
+ * with `Retry-After` (seconds); every answer carries the `X-RateLimit-*` headers.
+ */
+export async function useRateLimit(app: FastifyInstance, limit: RateLimit): Promise<void> {
+  // Every route limited from here on can answer 429; its documented answers say so.
+  const tooMany = problemResponse(`More than ${limit.max} requests from this address in ${describeWindow(limit.windowMs)} (RATE_LIMIT).`, {
+    'Retry-After': Type.String({ description: 'Seconds to wait before retrying.', examples: ['30'] }),
+  });
+  app.addHook('onRoute', (route) => {
+    const responses = route.schema?.response as Record<string, unknown> | undefined;
+    if (responses !== undefined && !Object.hasOwn(responses, '429')) responses['429'] = tooMany;
+  });
+  await app.register(rateLimit, {
+    max: limit.max,
+    timeWindow: limit.windowMs,
+    errorResponseBuilder: (_request, context) =>
+      new HttpProblem(429, `Too many requests from this address: at most ${context.max} in ${describeWindow(limit.windowMs)}. Try again in ${context.after}.`, {
+        headers: { 'Retry-After': String(Math.max(1, Math.ceil(context.ttl / 1000))) },
+      }),
+  });
+}
+
+function describeWindow(ms: number): string {
+  return ms === 1000 ? 'a second' : ms === 60_000 ? 'a minute' : 'an hour';
+}

@@ -1,0 +1,56 @@
+import type { FastifyInstance } from 'fastify';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { CatalogueStore } from '../storage/store.js';
+import type { CorsSettings } from './cors.js';
+import { resource } from './resource.js';
+
+/** Seconds; from a cached read to a slow full listing. */
+const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/**
+ * Counts and times every answer by route and status, and serves them with the database pool's state
+ * and the process's own figures at `GET /metrics` in Prometheus text format.
+ *
+ * Each app has its own registry, so that several apps in one process (tests) do not mix figures.
+ * Requests that match no route are labelled `unmatched`, so that scanning random paths cannot grow
+ * the number of series without bound.
+ */
+export function useMetrics(app: FastifyInstance, cors: CorsSettings, store: CatalogueStore): void {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const labelNames = ['method', 'route', 'status'] as const;
+  const requests = new Counter({ name: 'http_requests_total', help: 'Answered HTTP requests.', labelNames, registers: [registry] });
+  const latency = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time from receiving a request to finishing its answer.',
+    labelNames,
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'db_pool_connections',
+    help: 'Database pool connections by state (total, idle) and queries waiting for one (waiting). Absent without a pool.',
+    labelNames: ['state'],
+    registers: [registry],
+    collect() {
+      const stats = store.poolStats();
+      if (stats === undefined) return;
+      this.set({ state: 'total' }, stats.total);
+      this.set({ state: 'idle' }, stats.idle);
+      this.set({ state: 'waiting' }, stats.waiting);
+    },
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
+    requests.inc(labels);
+    latency.observe(labels, reply.elapsedTime / 1000);
+  });
+
+  resource(app, cors, '/metrics', {
+    GET: {
+      options: { schema: { hide: true } },
+      handler: async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()),
+    },
+  });
+}

@@ -1,0 +1,47 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { HttpProblem } from './problem.js';
+import { problemResponse } from './responses.js';
+
+const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const REALM = 'Bearer realm="catalogue"';
+
+/**
+ * Guards every route that changes the catalogue with a bearer token; reads stay public.
+ *
+ * A route is a write when the method it serves is one that changes state, so a POST answered 405
+ * by a read-only address stays a 405, and a new write route is guarded without being listed here.
+ */
+export function useWriteToken(app: FastifyInstance, token: string): void {
+  const expected = digest(token);
+  // Every write route added from here on can answer 401; its documented answers say so.
+  const unauthorized = problemResponse('Creating needs the header `Authorization: Bearer <token>` with the deployment\'s API_TOKEN; it was missing or wrong.');
+  app.addHook('onRoute', (route) => {
+    const responses = route.schema?.response as Record<string, unknown> | undefined;
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (responses !== undefined && methods.length === 1 && WRITE_METHODS.has(methods[0]!)) responses['401'] = unauthorized;
+  });
+  app.addHook('onRequest', async (request) => {
+    if (!isWriteRoute(request)) return;
+    const header = request.headers.authorization;
+    const match = header === undefined ? null : /^Bearer[ ]+(\S+)[ ]*$/i.exec(header);
+    if (match === null) {
+      throw new HttpProblem(401, 'Creating products needs a token: send the header Authorization: Bearer <token>.', {
+        headers: { 'WWW-Authenticate': REALM },
+      });
+    }
+    // Hashing first makes both sides the same length, so the comparison's time says nothing about the token.
+    if (!timingSafeEqual(digest(match[1]!), expected)) {
+      throw new HttpProblem(401, 'The token is not valid.', { headers: { 'WWW-Authenticate': `${REALM}, error="invalid_token"` } });
+    }
+  });
+}
+
+function isWriteRoute(request: FastifyRequest): boolean {
+  const method = request.routeOptions.method;
+  return typeof method === 'string' && WRITE_METHODS.has(method);
+}
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest();
+}

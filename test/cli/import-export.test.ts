@@ -1,0 +1,134 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, it, type TestContext } from 'node:test';
+import type { DatabaseLocation } from '../../src/config.js';
+import { openStore } from '../../src/storage/open-store.js';
+import { databaseUrl } from '../helpers/child-server.js';
+import { runCli } from '../helpers/cli.js';
+import { uniqueBarcode } from '../helpers/products.js';
+import { STORES, type TestStore } from '../helpers/stores.js';
+
+const SAMPLE = fileURLToPath(new URL('../../samples/products.csv', import.meta.url));
+
+async function freshDatabase(t: TestContext, testStore: TestStore): Promise<{ env: Record<string, string>; location: DatabaseLocation }> {
+  const { location, drop } = await testStore.create();
+  t.after(drop);
+  return { env: { DATABASE_URL: databaseUrl(location) }, location };
+}
+
+function tempFile(t: TestContext, name: string, content: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'catalogue-import-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, name);
+  writeFileSync(path, content);
+  return path;
+}
+
+async function count(location: DatabaseLocation): Promise<number> {
+  const store = await openStore(location);
+  try {
+    return await store.countProducts();
+  } finally {
+    await store.close();
+  }
+}
+
+for (const testStore of STORES) {
+  describe(`npm run import / export (${testStore.name})`, { timeout: 120_000 }, () => {
+    it('imports the sample file and exports the same products back', async (t) => {
+      const { env } = await freshDatabase(t, testStore);
+      const imported = await runCli('import', [SAMPLE], env);
+      assert.equal(imported.stderr, '');
+      assert.equal(imported.stdout, `Imported 320 products from ${SAMPLE}.\n`);
+      assert.equal(imported.code, 0);
+
+      const exported = await runCli('export', [], env);
+      assert.equal(exported.code, 0);
+      assert.equal(exported.stdout, readFileSync(SAMPLE, 'utf8'));
+      assert.equal(exported.stderr, 'Exported 320 products.\n');
+    });
+
+    it('reports every bad row by line and imports nothing', async (t) => {
+      const { env, location } = await freshDatabase(t, testStore);
+      const taken = uniqueBarcode();
+      const good = uniqueBarcode();
+      assert.equal((await runCli('import', [tempFile(t, 'first.csv', `name,barcode,price\nAlready here,${taken},1.00\n`)], env)).code, 0);
+
+      const file = tempFile(
+        t,
+        'bad.csv',
+        [
+          'price,name,barcode',
+          `2.50,Good one,${good}`,
+          '1.00,Wrong check digit,4006381333932',
+          `1e3,Exponent price,${uniqueBarcode()}`,
+          `3.00,Taken,${taken}`,
+          `4.00,Twice,${good}`,
+          `,${uniqueBarcode()}`,
+          `5.00,"Line`,
+          `break",${uniqueBarcode()}`,
+        ].join('\n'),
+      );
+      const result = await runCli('import', [file], env);
+      assert.equal(result.code, 1);
+      assert.equal(result.stdout, '');
+      assert.deepEqual(result.stderr.trim().split('\n'), [
+        'line 3: barcode: EAN-13 check digit is wrong: expected 1, got 2.',
+        'line 4: price: Exponent notation is not accepted; write the price in plain digits, e.g. "1000.00".',
+        `line 5: barcode: ${taken} is already in the catalogue.`,
+        `line 6: barcode: ${good} is also on line 2.`,
+        'line 7: Expected 3 fields (price,name,barcode), found 2.',
+        'line 9: name: The name must not contain control characters (such as tabs or line breaks).',
+        '6 rows are not valid; nothing was imported. Fix them, or pass --skip-invalid to import the valid rows only.',
+      ]);
+      assert.equal(await count(location), 1);
+
+      const skipping = await runCli('import', ['--skip-invalid', file], env);
+      assert.equal(skipping.code, 0);
+      assert.equal(skipping.stdout, `Imported 1 products from ${file}; skipped 6 invalid rows.\n`);
+      assert.equal(await count(location), 2);
+    });
+  });
+}
+
+describe('npm run import, file formats', { timeout: 120_000 }, () => {
+  const testStore = STORES[0]!;
+
+  it('reads JSON with numbers kept exact, and exports JSON', async (t) => {
+    const { env } = await freshDatabase(t, testStore);
+    const [a, b] = [uniqueBarcode(), uniqueBarcode()];
+    const file = tempFile(t, 'products.json', `[\n  {"name": "Café crème", "barcode": "${a}", "price": 0.1},\n  {"name": "Tea", "barcode": "${b}", "price": "12"}\n]\n`);
+    const imported = await runCli('import', [file], env);
+    assert.equal(imported.code, 0, imported.stderr);
+    const exported = await runCli('export', ['--format', 'json'], env);
+    assert.deepEqual(JSON.parse(exported.stdout), [
+      { name: 'Café crème', barcode: a, price: '0.10' },
+      { name: 'Tea', barcode: b, price: '12.00' },
+    ]);
+  });
+
+  it('reports JSON items by the line they start on', async (t) => {
+    const { env, location } = await freshDatabase(t, testStore);
+    const file = tempFile(t, 'bad.json', `[\n{"name": "A", "barcode": "${uniqueBarcode()}", "price": 1},\n{"name": "B",\n "barcode": 4006381333931, "price": 1},\n7,\n{"name": "C" "barcode": "x"}\n]`);
+    const result = await runCli('import', [file], env);
+    assert.equal(result.code, 1);
+    assert.deepEqual(result.stderr.trim().split('\n').map((line) => line.split(':')[0]), ['line 3', 'line 5', 'line 6', '3 rows are not valid; nothing was imported. Fix them, or pass --skip-invalid to import the valid rows only.']);
+    assert.equal(await count(location), 0);
+  });
+
+  it('refuses a file that is not in the format as a whole', async (t) => {
+    const { env } = await freshDatabase(t, testStore);
+    const header = await runCli('import', [tempFile(t, 'x.csv', 'name,ean,price\nA,4006381333931,1.00\n')], env);
+    assert.equal(header.code, 1);
+    assert.match(header.stderr, /Line 1: the header must name the columns name,barcode,price/);
+    const notArray = await runCli('import', [tempFile(t, 'x.json', '{"name": "A"}')], env);
+    assert.equal(notArray.code, 1);
+    assert.match(notArray.stderr, /must hold one array/);
+    const missing = await runCli('import', ['/nonexistent/products.csv'], env);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /Cannot read \/nonexistent\/products.csv/);
+  });
+});
