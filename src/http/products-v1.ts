@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
+import Type from 'typebox';
 import { InvalidProductError } from '../catalogue/errors.js';
 import { checkNewProduct } from '../catalogue/product.js';
 import type { CatalogueStore } from '../storage/store.js';
@@ -7,6 +8,7 @@ import type { CorsSettings } from './cors.js';
 import { BODY_LIMIT_BYTES, UNSUPPORTED_MEDIA_TYPE } from './json-body.js';
 import { HttpProblem, ProblemSchema } from './problem.js';
 import { resource } from './resource.js';
+import { sendTagged, serialized, tagBody } from './conditional.js';
 import { NewProductSchema, ProductListSchema, ProductSchema } from './schemas.js';
 import { productWire } from './wire.js';
 
@@ -43,15 +45,16 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
       options: {
         schema: {
           summary: 'One product by its pk',
+          description: 'Carries a strong ETag; send it back in If-None-Match for a 304 without a body while the product is unchanged.',
           tags: ['v1'],
-          response: { 200: ProductSchema, 404: ProblemSchema },
+          response: { 200: ProductSchema, 304: Type.Null({ description: 'Not modified: the ETag given is still current.' }), 404: ProblemSchema },
         },
       },
-      handler: async (request) => {
+      handler: async (request, reply) => {
         const { pk } = request.params as { pk: string };
         const product = await store.findProduct(parsePk(pk));
         if (product === undefined) throw new HttpProblem(404, `No product has pk ${pk}.`);
-        return productWire(product);
+        return sendTagged(request, reply, tagBody(serialized(reply.serialize(productWire(product)))));
       },
     },
   });

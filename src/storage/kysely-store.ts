@@ -1,7 +1,7 @@
-import type { Kysely, Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import type { NewProduct, Product } from '../catalogue/product.js';
 import { DuplicateBarcodeError, StoreUnavailableError } from '../catalogue/errors.js';
-import type { CatalogueStore } from './store.js';
+import type { CatalogueStore, CatalogueSummary, ProductPage } from './store.js';
 import type { Database, ProductTable } from './schema.js';
 
 /** What differs between databases once the queries are shared: how their errors read. */
@@ -42,10 +42,42 @@ export class KyselyCatalogueStore implements CatalogueStore {
   }
 
   async countProducts(): Promise<number> {
+    return (await this.describeCatalogue()).count;
+  }
+
+  async describeCatalogue(): Promise<CatalogueSummary> {
     const row = await this.#run(() =>
-      this.#db.selectFrom('product').select((eb) => eb.fn.countAll<number | string | bigint>().as('count')).executeTakeFirstOrThrow(),
+      this.#db.selectFrom('catalogue_state').select(['product_count', 'revision']).where('id', '=', 1).executeTakeFirstOrThrow(),
     );
-    return Number(row.count);
+    return { count: Number(row.product_count), revision: Number(row.revision) };
+  }
+
+  async readPage(offset: number, limit: number): Promise<ProductPage> {
+    // One statement, so that the count, the revision and the rows come from one snapshot on every
+    // database. When max - min + 1 equals the count there are no gaps and the first pk is min + offset;
+    // otherwise the offset walks the pk index alone. min() and max() each stay single index lookups.
+    const { rows } = await this.#run(() =>
+      sql<PageRow>`
+        SELECT s.product_count, s.revision, p.pk, p.name, p.barcode, p.price_cents
+        FROM catalogue_state s
+        LEFT JOIN (
+          SELECT pk, name, barcode, price_cents FROM product
+          WHERE pk >= CASE
+            WHEN (SELECT max(pk) FROM product) - (SELECT min(pk) FROM product) + 1
+                 = (SELECT product_count FROM catalogue_state WHERE id = 1)
+              THEN (SELECT min(pk) FROM product) + ${offset}
+            ELSE (SELECT pk FROM product ORDER BY pk LIMIT 1 OFFSET ${offset})
+          END
+          ORDER BY pk
+          LIMIT ${limit}
+        ) p ON 1 = 1
+        WHERE s.id = 1
+        ORDER BY p.pk`.execute(this.#db),
+    );
+    const first = rows[0];
+    if (first === undefined) throw new Error('The catalogue_state row is missing; run the migrations.');
+    const products = first.pk === null ? [] : rows.map((row) => toProduct(row as ProductRow));
+    return { count: Number(first.product_count), revision: Number(first.revision), products };
   }
 
   async listProducts(offset: number, limit: number): Promise<Product[]> {
@@ -95,7 +127,18 @@ export class KyselyCatalogueStore implements CatalogueStore {
   }
 }
 
-function toProduct(row: Pick<Selectable<ProductTable>, 'pk' | 'name' | 'barcode' | 'price_cents'>): Product {
+type ProductRow = Pick<Selectable<ProductTable>, 'pk' | 'name' | 'barcode' | 'price_cents'>;
+
+interface PageRow {
+  product_count: number | string | bigint;
+  revision: number | string | bigint;
+  pk: number | string | null;
+  name: string | null;
+  barcode: string | null;
+  price_cents: number | string | bigint | null;
+}
+
+function toProduct(row: ProductRow): Product {
   // PostgreSQL returns bigint columns as strings; every value here is below 2^53.
   return { pk: Number(row.pk), name: row.name, barcode: row.barcode, priceCents: Number(row.price_cents) };
 }

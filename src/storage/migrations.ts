@@ -24,8 +24,66 @@ function migrationsFor(dialect: DialectKind): Record<string, Migration> {
         await db.schema.dropTable('product').execute();
       },
     },
+    '0002_catalogue_state': {
+      // The count and a revision kept by the database itself, so that `count` never scans the table and
+      // every instance sharing the database sees a write change the revision (caches, ETags).
+      async up(db: Kysely<unknown>): Promise<void> {
+        await db.schema
+          .createTable('catalogue_state')
+          .addColumn('id', 'integer', (col) => col.primaryKey().check(sql`id = 1`))
+          .addColumn('product_count', 'bigint', (col) => col.notNull())
+          .addColumn('revision', 'bigint', (col) => col.notNull())
+          .execute();
+        await sql`INSERT INTO catalogue_state (id, product_count, revision) SELECT 1, COUNT(*), 0 FROM product`.execute(db);
+        for (const statement of dialect === 'sqlite' ? SQLITE_STATE_TRIGGERS : POSTGRES_STATE_TRIGGERS) {
+          await sql.raw(statement).execute(db);
+        }
+      },
+      async down(db: Kysely<unknown>): Promise<void> {
+        if (dialect === 'sqlite') {
+          for (const name of ['product_state_insert', 'product_state_update', 'product_state_delete']) {
+            await sql.raw(`DROP TRIGGER IF EXISTS ${name}`).execute(db);
+          }
+        } else {
+          await sql.raw('DROP TRIGGER IF EXISTS product_state_row ON product').execute(db);
+          await sql.raw('DROP TRIGGER IF EXISTS product_state_truncate ON product').execute(db);
+          await sql.raw('DROP FUNCTION IF EXISTS catalogue_state_bump()').execute(db);
+        }
+        await db.schema.dropTable('catalogue_state').execute();
+      },
+    },
   };
 }
+
+const SQLITE_STATE_TRIGGERS = [
+  `CREATE TRIGGER product_state_insert AFTER INSERT ON product BEGIN
+     UPDATE catalogue_state SET product_count = product_count + 1, revision = revision + 1 WHERE id = 1;
+   END`,
+  `CREATE TRIGGER product_state_update AFTER UPDATE ON product BEGIN
+     UPDATE catalogue_state SET revision = revision + 1 WHERE id = 1;
+   END`,
+  `CREATE TRIGGER product_state_delete AFTER DELETE ON product BEGIN
+     UPDATE catalogue_state SET product_count = product_count - 1, revision = revision + 1 WHERE id = 1;
+   END`,
+];
+
+const POSTGRES_STATE_TRIGGERS = [
+  `CREATE FUNCTION catalogue_state_bump() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     IF TG_OP = 'INSERT' THEN
+       UPDATE catalogue_state SET product_count = product_count + 1, revision = revision + 1 WHERE id = 1;
+     ELSIF TG_OP = 'DELETE' THEN
+       UPDATE catalogue_state SET product_count = product_count - 1, revision = revision + 1 WHERE id = 1;
+     ELSIF TG_OP = 'TRUNCATE' THEN
+       UPDATE catalogue_state SET product_count = 0, revision = revision + 1 WHERE id = 1;
+     ELSE
+       UPDATE catalogue_state SET revision = revision + 1 WHERE id = 1;
+     END IF;
+     RETURN NULL;
+   END $$`,
+  'CREATE TRIGGER product_state_row AFTER INSERT OR UPDATE OR DELETE ON product FOR EACH ROW EXECUTE FUNCTION catalogue_state_bump()',
+  'CREATE TRIGGER product_state_truncate AFTER TRUNCATE ON product FOR EACH STATEMENT EXECUTE FUNCTION catalogue_state_bump()',
+];
 
 class InCodeMigrations implements MigrationProvider {
   readonly #dialect: DialectKind;

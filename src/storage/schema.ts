@@ -3,6 +3,14 @@ import type { Generated } from 'kysely';
 /** The tables as Kysely sees them. Column names are the database's, not the API's. */
 export interface Database {
   product: ProductTable;
+  catalogue_state: CatalogueStateTable;
+}
+
+/** One row (id 1) kept by triggers on `product`: see migration 0002. */
+export interface CatalogueStateTable {
+  id: number;
+  product_count: number | string | bigint;
+  revision: number | string | bigint;
 }
 
 export interface ProductTable {
