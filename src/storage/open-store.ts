@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DatabaseLocation } from '../config.js';
 import { KyselyCatalogueStore } from './kysely-store.js';
 import { migrateToLatest } from './migrations.js';
-import { connectSqlite, sqliteErrors } from './sqlite/connect.js';
+import { openSqlite, sqliteErrors } from './sqlite/connect.js';
 import type { CatalogueStore } from './store.js';
 import type { Database } from './schema.js';
 
@@ -38,8 +38,8 @@ export async function migrateStore(location: DatabaseLocation): Promise<string[]
 
 function connect(location: DatabaseLocation, _options: StoreOptions): { db: Kysely<Database>; store: CatalogueStore } {
   if (location.kind === 'sqlite') {
-    const db = connectSqlite(location.path);
-    return { db, store: new KyselyCatalogueStore(db, sqliteErrors) };
+    const { db, groupInsert } = openSqlite(location.path);
+    return { db, store: new KyselyCatalogueStore(db, sqliteErrors, (product) => groupInsert().insert(product)) };
   }
   throw new Error('PostgreSQL is not supported yet.');
 }

@@ -4,6 +4,8 @@ import SqliteDatabase from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import type { Database } from '../schema.js';
 import type { DialectErrors } from '../kysely-store.js';
+import { GroupInsert } from './group-insert.js';
+import { withStatementCache } from './statement-cache.js';
 
 /** Every pragma the service relies on, in one place. */
 const PRAGMAS = [
@@ -21,10 +23,23 @@ const PRAGMAS = [
  * one for `:memory:`, with the service's pragmas applied.
  */
 export function connectSqlite(path: string): Kysely<Database> {
+  return openSqlite(path).db;
+}
+
+/**
+ * Opens the SQLite database at `path` as `connectSqlite` does, and also returns the group-commit
+ * inserter that shares its connection. Kysely reuses prepared statements on this connection.
+ */
+export function openSqlite(path: string): { db: Kysely<Database>; groupInsert: () => GroupInsert } {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const database = new SqliteDatabase(path);
   for (const pragma of PRAGMAS) database.pragma(pragma);
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+  let groupInsert: GroupInsert | undefined;
+  return {
+    db: new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) }),
+    // Prepared only once the schema exists (after the migrations).
+    groupInsert: () => (groupInsert ??= new GroupInsert(database)),
+  };
 }
 
 export const sqliteErrors: DialectErrors = {
