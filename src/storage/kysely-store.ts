@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { sql, type CompiledQuery, type Kysely, type Selectable } from 'kysely';
 import type { NewProduct, Product } from '../catalogue/product.js';
 import { DuplicateBarcodeError, StoreUnavailableError } from '../catalogue/errors.js';
 import type { CatalogueStore, CatalogueSummary, ProductPage } from './store.js';
@@ -21,10 +21,17 @@ export class KyselyCatalogueStore implements CatalogueStore {
   readonly #db: Kysely<Database>;
   readonly #errors: DialectErrors;
   readonly #insert: InsertProduct;
+  // The reads every request makes, compiled to SQL once; each call only binds new parameters.
+  readonly #findQuery: CompiledQuery<ProductRow>;
+  readonly #stateQuery: CompiledQuery<StateRow>;
+  readonly #pageQuery: CompiledQuery<PageRow>;
 
   constructor(db: Kysely<Database>, errors: DialectErrors, insert?: InsertProduct) {
     this.#db = db;
     this.#errors = errors;
+    this.#findQuery = db.selectFrom('product').select(['pk', 'name', 'barcode', 'price_cents']).where('pk', '=', 0).compile();
+    this.#stateQuery = db.selectFrom('catalogue_state').select(['product_count', 'revision']).where('id', '=', 1).compile();
+    this.#pageQuery = pageQuery(0, 0).compile(db);
     this.#insert =
       insert ??
       ((product) =>
@@ -45,10 +52,8 @@ export class KyselyCatalogueStore implements CatalogueStore {
   }
 
   async findProduct(pk: number): Promise<Product | undefined> {
-    const row = await this.#run(() =>
-      this.#db.selectFrom('product').select(['pk', 'name', 'barcode', 'price_cents']).where('pk', '=', pk).executeTakeFirst(),
-    );
-    return row === undefined ? undefined : toProduct(row);
+    const { rows } = await this.#run(() => this.#db.executeQuery(withParameters(this.#findQuery, [pk])));
+    return rows[0] === undefined ? undefined : toProduct(rows[0]);
   }
 
   async countProducts(): Promise<number> {
@@ -56,36 +61,16 @@ export class KyselyCatalogueStore implements CatalogueStore {
   }
 
   async describeCatalogue(): Promise<CatalogueSummary> {
-    const row = await this.#run(() =>
-      this.#db.selectFrom('catalogue_state').select(['product_count', 'revision']).where('id', '=', 1).executeTakeFirstOrThrow(),
-    );
+    const { rows } = await this.#run(() => this.#db.executeQuery(this.#stateQuery));
+    const row = rows[0];
+    if (row === undefined) throw new Error(MISSING_STATE);
     return { count: Number(row.product_count), revision: Number(row.revision) };
   }
 
   async readPage(offset: number, limit: number): Promise<ProductPage> {
-    // One statement, so that the count, the revision and the rows come from one snapshot on every
-    // database. When max - min + 1 equals the count there are no gaps and the first pk is min + offset;
-    // otherwise the offset walks the pk index alone. min() and max() each stay single index lookups.
-    const { rows } = await this.#run(() =>
-      sql<PageRow>`
-        SELECT s.product_count, s.revision, p.pk, p.name, p.barcode, p.price_cents
-        FROM catalogue_state s
-        LEFT JOIN (
-          SELECT pk, name, barcode, price_cents FROM product
-          WHERE pk >= CASE
-            WHEN (SELECT max(pk) FROM product) - (SELECT min(pk) FROM product) + 1
-                 = (SELECT product_count FROM catalogue_state WHERE id = 1)
-              THEN (SELECT min(pk) FROM product) + ${offset}
-            ELSE (SELECT pk FROM product ORDER BY pk LIMIT 1 OFFSET ${offset})
-          END
-          ORDER BY pk
-          LIMIT ${limit}
-        ) p ON 1 = 1
-        WHERE s.id = 1
-        ORDER BY p.pk`.execute(this.#db),
-    );
+    const { rows } = await this.#run(() => this.#db.executeQuery(withParameters(this.#pageQuery, [offset, offset, limit])));
     const first = rows[0];
-    if (first === undefined) throw new Error('The catalogue_state row is missing; run the migrations.');
+    if (first === undefined) throw new Error(MISSING_STATE);
     const products = first.pk === null ? [] : rows.map((row) => toProduct(row as ProductRow));
     return { count: Number(first.product_count), revision: Number(first.revision), products };
   }
@@ -135,6 +120,42 @@ export class KyselyCatalogueStore implements CatalogueStore {
   #translate(error: unknown): unknown {
     return this.#errors.isConnectionFailure(error) ? new StoreUnavailableError(error) : error;
   }
+}
+
+const MISSING_STATE = 'The catalogue_state row is missing; run the migrations.';
+
+/**
+ * One page with the count and revision, in one statement so that all three come from one snapshot on
+ * every database. When max - min + 1 equals the count there are no gaps and the first pk is
+ * min + offset; otherwise the offset walks the pk index alone. min() and max() each stay single index
+ * lookups. Parameters, in order: offset, offset, limit.
+ */
+function pageQuery(offset: number, limit: number) {
+  return sql<PageRow>`
+    SELECT s.product_count, s.revision, p.pk, p.name, p.barcode, p.price_cents
+    FROM catalogue_state s
+    LEFT JOIN (
+      SELECT pk, name, barcode, price_cents FROM product
+      WHERE pk >= CASE
+        WHEN (SELECT max(pk) FROM product) - (SELECT min(pk) FROM product) + 1
+             = (SELECT product_count FROM catalogue_state WHERE id = 1)
+          THEN (SELECT min(pk) FROM product) + ${offset}
+        ELSE (SELECT pk FROM product ORDER BY pk LIMIT 1 OFFSET ${offset})
+      END
+      ORDER BY pk
+      LIMIT ${limit}
+    ) p ON 1 = 1
+    WHERE s.id = 1
+    ORDER BY p.pk`;
+}
+
+function withParameters<R>(query: CompiledQuery<R>, parameters: readonly unknown[]): CompiledQuery<R> {
+  return { ...query, parameters };
+}
+
+interface StateRow {
+  product_count: number | string | bigint;
+  revision: number | string | bigint;
 }
 
 export type ProductRow = Pick<Selectable<ProductTable>, 'pk' | 'name' | 'barcode' | 'price_cents'>;
