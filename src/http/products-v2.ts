@@ -47,6 +47,9 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
   resource(app, cors, '/api/v2/shop/products', {
     GET: {
       options: {
+        // The querystring schema documents the parameters; parseLimitOffset and parsePage check them,
+        // with messages that name the parameter (ajv would refuse a repeated one without saying so).
+        validatorCompiler: () => (value: unknown) => ({ value }),
         schema: {
           summary: `One page of products (${pagination} style)`,
           description: 'Carries a strong ETag; send it back in If-None-Match for a 304 without a body while the catalogue is unchanged.',

@@ -22,7 +22,12 @@ export interface RawRequest {
  */
 export function send(url: string, options: RawRequest = {}): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: options.method ?? 'GET', headers: options.headers, agent: false }, (res) => {
+    const headers: Record<string, string | number> = { ...options.headers };
+    // node:http sends a GET or DELETE body with neither length nor chunking unless told.
+    if (options.body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-length')) {
+      headers['Content-Length'] = Buffer.byteLength(options.body);
+    }
+    const req = httpRequest(url, { method: options.method ?? 'GET', headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => {
