@@ -8,12 +8,19 @@ import type { CorsSettings } from './cors.js';
 import { BODY_LIMIT_BYTES, UNSUPPORTED_MEDIA_TYPE } from './json-body.js';
 import { HttpProblem, ProblemSchema } from './problem.js';
 import { resource } from './resource.js';
+import { RevisionCache } from './revision-cache.js';
 import { sendTagged, serialized, tagBody } from './conditional.js';
 import { NewProductSchema, ProductListSchema, ProductSchema } from './schemas.js';
 import { productWire } from './wire.js';
 
 /** Rows fetched per query while the whole list is streamed. */
-const LIST_BATCH = 500;
+const LIST_BATCH = 2_000;
+
+/**
+ * Lists of up to this many products are also kept whole for the revision they were read at; longer
+ * ones are only ever streamed, so memory stays flat however large the catalogue grows.
+ */
+const CACHED_LIST_MAX_PRODUCTS = 50_000;
 
 export interface ProductsV1Options {
   readonly store: CatalogueStore;
@@ -22,6 +29,8 @@ export interface ProductsV1Options {
 
 /** v1: the whole catalogue in one array, one product by `pk`, and creation. */
 export async function productsV1(app: FastifyInstance, { store, cors }: ProductsV1Options): Promise<void> {
+  const lists = new RevisionCache<string>(CACHED_LIST_MAX_PRODUCTS * 400, (text) => text.length);
+
   resource(app, cors, '/api/v1/shop/products', {
     GET: {
       options: {
@@ -35,7 +44,21 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
         reply.type('application/json; charset=utf-8');
         // HEAD needs only the headers (the same as GET's: chunked, no length); do not read the catalogue.
         if (request.method === 'HEAD') return reply.send(Readable.from([]));
-        return reply.send(Readable.from(streamList(store)));
+        const before = await store.describeCatalogue();
+        const cached = lists.get(before.revision, 'list');
+        if (cached !== undefined) return reply.send(Readable.from([cached]));
+        // Few chunks in flight per response: memory per slow client stays near one batch.
+        if (before.count > CACHED_LIST_MAX_PRODUCTS) return reply.send(Readable.from(streamList(store), { highWaterMark: 2 }));
+        return reply.send(
+          Readable.from(
+            streamList(store, async (text) => {
+              // Batches are separate reads: the text is one snapshot only if no write came in between.
+              const after = await store.describeCatalogue();
+              if (after.revision === before.revision) lists.set(before.revision, 'list', text);
+            }),
+            { highWaterMark: 2 },
+          ),
+        );
       },
     },
   });
@@ -102,12 +125,18 @@ function parsePk(text: string): number {
 
 /**
  * The list as JSON text, fetched in keyset batches so that neither the whole table nor a long-held
- * database connection is needed, whatever the catalogue's size.
+ * database connection is needed, whatever the catalogue's size. `whole`, when given, receives the
+ * complete text once the last chunk is out.
  */
-async function* streamList(store: CatalogueStore): AsyncGenerator<string> {
+async function* streamList(store: CatalogueStore, whole?: (text: string) => Promise<void>): AsyncGenerator<string> {
+  const chunks: string[] | undefined = whole === undefined ? undefined : [];
+  const emit = (chunk: string): string => {
+    chunks?.push(chunk);
+    return chunk;
+  };
   let after = 0;
   let first = true;
-  yield '[';
+  yield emit('[');
   for (;;) {
     const batch = await store.listProductsAfter(after, LIST_BATCH);
     if (batch.length === 0) break;
@@ -116,9 +145,10 @@ async function* streamList(store: CatalogueStore): AsyncGenerator<string> {
       chunk += (first ? '' : ',') + JSON.stringify(productWire(product));
       first = false;
     }
-    yield chunk;
+    yield emit(chunk);
     after = batch[batch.length - 1]!.pk;
     if (batch.length < LIST_BATCH) break;
   }
-  yield ']';
+  yield emit(']');
+  if (whole !== undefined && chunks !== undefined) await whole(chunks.join(''));
 }
