@@ -12,10 +12,13 @@ export interface BenchOptions {
   readonly smoke: boolean;
   /** Scenario names to run; empty: all. */
   readonly only: readonly string[];
+  /** Other builds of the service driven in the same run, for before/after numbers: label to dist folder. */
+  readonly compare: ReadonlyMap<string, string>;
 }
 
 const USAGE = `npm run bench -- [--size N] [--duration SECONDS] [--connections N] [--rounds N]
-                  [--database postgres://user@host:port/db] [--only name,name] [--smoke]`;
+                  [--database postgres://user@host:port/db] [--only name,name] [--smoke]
+                  [--compare LABEL=DIST_DIR ...]   (another build of the service, driven in the same run)`;
 
 /** Reads the command line; throws with the usage text on anything it does not understand. */
 export function parseBenchOptions(argv: readonly string[]): BenchOptions {
@@ -28,6 +31,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
       rounds: { type: 'string' },
       database: { type: 'string' },
       only: { type: 'string' },
+      compare: { type: 'string', multiple: true },
       smoke: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
@@ -45,7 +49,14 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
   if (database !== undefined && !/^postgres(ql)?:\/\//.test(database)) {
     throw new Error(`--database must be a postgres:// URL (the default is a fresh SQLite file).\n${USAGE}`);
   }
+  const compare = new Map<string, string>();
+  for (const entry of values.compare ?? []) {
+    const at = entry.indexOf('=');
+    if (at <= 0) throw new Error(`--compare ${entry} is not valid: expected LABEL=DIST_DIR.\n${USAGE}`);
+    compare.set(entry.slice(0, at), entry.slice(at + 1));
+  }
   return Object.freeze({
+    compare,
     database,
     size: Math.trunc(number('size', values.size, smoke ? 300 : 10_000, 200)),
     duration: number('duration', values.duration, smoke ? 0.4 : 5, 0.1),

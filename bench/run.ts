@@ -33,33 +33,45 @@ async function main(): Promise<number> {
   const work = mkdtempSync(join(tmpdir(), 'catalogue-bench-'));
   const cleanups: Array<() => Promise<void>> = [async () => rmSync(work, { recursive: true, force: true })];
   try {
-    const databaseUrl = await seed(options, work, cleanups);
-    if (databaseUrl === undefined) return 0;
-    return await measure(options, databaseUrl, work, cleanups);
+    const builds: Build[] = [{ label: '', dist: join(ROOT, 'dist') }];
+    for (const [label, dist] of options.compare) builds.push({ label, dist: resolve(dist) });
+    const databases = new Map<string, string>();
+    for (const build of builds) {
+      const databaseUrl = await seed(options, build, work, cleanups);
+      if (databaseUrl === undefined) return 0;
+      databases.set(build.label, databaseUrl);
+    }
+    return await measure(options, builds, databases, work, cleanups);
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup().catch((error: unknown) => console.error(`cleanup failed: ${String(error)}`));
   }
 }
 
-/** Seeds the database; returns the service's DATABASE_URL, or `undefined` when the run is skipped. */
-async function seed(options: BenchOptions, work: string, cleanups: Array<() => Promise<void>>): Promise<string | undefined> {
+/** A build of the service: the one under test has the empty label; others come from --compare. */
+interface Build {
+  readonly label: string;
+  readonly dist: string;
+}
+
+/** Seeds a database of its own for one build; returns its DATABASE_URL, or `undefined` when the run is skipped. */
+async function seed(options: BenchOptions, build: Build, work: string, cleanups: Array<() => Promise<void>>): Promise<string | undefined> {
   const started = performance.now();
   const progress = (done: number, total: number): void => {
-    process.stderr.write(`\rseeding ${done.toLocaleString('en')} / ${total.toLocaleString('en')} products`);
+    process.stderr.write(`\rseeding ${done.toLocaleString('en')} / ${total.toLocaleString('en')} products${build.label === '' ? '' : ` for ${build.label}`}`);
   };
   let url: string;
   if (options.database === undefined) {
-    const path = join(work, 'catalogue.db');
-    await seedSqlite(path, options.size, progress);
+    const path = join(work, `catalogue${build.label === '' ? '' : `-${build.label}`}.db`);
+    await seedSqlite(build.dist, path, options.size, progress);
     url = `sqlite:${path}`;
   } else {
     const scratch = await createScratchPostgres(options.database);
     cleanups.push(scratch.drop);
     try {
-      await seedPostgres({ kind: 'postgres', url: scratch.url }, options.size, progress);
+      await seedPostgres(build.dist, scratch.url, options.size, progress);
     } catch (error) {
       if (error instanceof Error && /not supported/i.test(error.message)) {
-        console.error(`PostgreSQL run skipped: the store cannot open PostgreSQL yet (${error.message}).`);
+        console.error(`PostgreSQL run skipped: this build of the service cannot open PostgreSQL yet (${error.message.trim().split('\n').at(-1)}).`);
         return undefined;
       }
       throw error;
@@ -70,7 +82,7 @@ async function seed(options: BenchOptions, work: string, cleanups: Array<() => P
   return url;
 }
 
-async function measure(options: BenchOptions, databaseUrl: string, work: string, cleanups: Array<() => Promise<void>>): Promise<number> {
+async function measure(options: BenchOptions, builds: readonly Build[], databases: ReadonlyMap<string, string>, work: string, cleanups: Array<() => Promise<void>>): Promise<number> {
   const scenarios = buildScenarios(options.size).filter((s) => options.only.length === 0 || options.only.includes(s.name));
   if (scenarios.length === 0) {
     console.error(`--only matched no scenario; the scenarios are ${buildScenarios(200).map((s) => s.name).join(', ')}.`);
@@ -79,24 +91,29 @@ async function measure(options: BenchOptions, databaseUrl: string, work: string,
   const routesFile = join(work, 'baseline-routes.json');
   writeBaselineRoutes(routesFile, scenarios);
 
-  const services = new Map<Pagination, Target>();
-  for (const pagination of new Set(scenarios.map((s) => s.pagination))) {
-    const port = await freePort();
-    const env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, PAGINATION: pagination, LOG_LEVEL: 'warn' };
-    const service = await startTarget(`service (${pagination})`, port, [SERVER], env, '/api/v1/shop/product/1');
-    cleanups.push(service.stop);
-    services.set(pagination, service);
+  const services = new Map<string, Target>();
+  const serviceFor = (build: Build, pagination: Pagination): Target => services.get(`${build.label}|${pagination}`)!;
+  for (const build of builds) {
+    for (const pagination of new Set(scenarios.map((s) => s.pagination))) {
+      const port = await freePort();
+      const env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databases.get(build.label)!, PAGINATION: pagination, LOG_LEVEL: 'warn' };
+      const label = `service${build.label === '' ? '' : ` ${build.label}`} (${pagination})`;
+      const service = await startTarget(label, port, [join(build.dist, 'server.js')], env, '/api/v1/shop/product/1');
+      cleanups.push(service.stop);
+      services.set(`${build.label}|${pagination}`, service);
+    }
   }
   const baselinePort = await freePort();
   const baseline = await startTarget('baseline', baselinePort, ['--import', 'tsx', join(ROOT, 'bench', 'baseline-server.ts'), routesFile, String(baselinePort)], process.env, '/');
   cleanups.push(baseline.stop);
 
-  const mismatches = await checkBodies(scenarios, services, baseline, options.smoke ? Infinity : 20);
+  const mismatches = await checkBodies(scenarios, [...services.values()], baseline, options.smoke ? Infinity : 20);
   if (mismatches.length > 0) {
     console.error(`The service and the baseline do not answer the same bytes:\n${mismatches.join('\n')}`);
     return 1;
   }
-  const firstByte = await v1FirstByte(scenarios, services, baseline);
+  const v1 = scenarios.find((s) => s.name === 'v1-list');
+  const firstByte = v1 === undefined ? undefined : await v1FirstByte(v1, serviceFor(builds[0]!, v1.pagination), baseline);
 
   console.error(
     `${options.size.toLocaleString('en')} products on ${options.database === undefined ? 'SQLite' : 'PostgreSQL'}; ` +
@@ -104,19 +121,20 @@ async function measure(options: BenchOptions, databaseUrl: string, work: string,
   );
   const rows: Row[] = [];
   for (const scenario of scenarios) {
-    const service = services.get(scenario.pagination)!;
-    const serviceRuns: RunResult[] = [];
+    const runs = builds.map(() => [] as RunResult[]);
     const baselineRuns: RunResult[] = [];
     if (!options.smoke) {
-      // Warm both (JIT, caches) before anything is counted.
-      await drive(service, scenario, options.connections, 1);
+      // Warm every target (JIT, caches) before anything is counted.
+      for (const build of builds) await drive(serviceFor(build, scenario.pagination), scenario, options.connections, 1);
       await drive(baseline, scenario, options.connections, 1);
     }
     for (let round = 0; round < options.rounds; round++) {
-      serviceRuns.push(await drive(service, scenario, options.connections, options.duration));
+      for (const [i, build] of builds.entries()) runs[i]!.push(await drive(serviceFor(build, scenario.pagination), scenario, options.connections, options.duration));
       baselineRuns.push(await drive(baseline, scenario, options.connections, options.duration));
     }
-    rows.push({ scenario: scenario.name, target: scenario.target, service: serviceRuns, baseline: baselineRuns });
+    for (const [i, build] of builds.entries()) {
+      rows.push({ scenario: build.label === '' ? scenario.name : `${scenario.name} [${build.label}]`, target: scenario.target, service: runs[i]!, baseline: baselineRuns });
+    }
     process.stderr.write(`  ${scenario.name} done\n`);
   }
 
@@ -156,13 +174,14 @@ function writeBaselineRoutes(file: string, scenarios: readonly Scenario[]): void
 }
 
 /** Compares both targets' answers with the expected bytes for up to `perScenario` URLs of each GET scenario. */
-async function checkBodies(scenarios: readonly Scenario[], services: ReadonlyMap<Pagination, Target>, baseline: Target, perScenario: number): Promise<string[]> {
+async function checkBodies(scenarios: readonly Scenario[], services: readonly Target[], baseline: Target, perScenario: number): Promise<string[]> {
   const problems: string[] = [];
   for (const scenario of scenarios) {
     const paths = [...scenario.bodies.keys()].slice(0, perScenario);
     for (const path of paths) {
       const expected = scenario.bodies.get(path)!;
-      for (const target of [services.get(scenario.pagination)!, baseline]) {
+      const targets = services.filter((service) => service.label.endsWith(`(${scenario.pagination})`));
+      for (const target of [...targets, baseline]) {
         const { status, body } = await fetchOnce(target.port, path);
         const text = body.toString('utf8');
         if (status !== 200 || text !== expected) {
@@ -181,10 +200,7 @@ function firstDifference(actual: string, expected: string): string {
 }
 
 /** The v1 list's time to first byte with nothing else running, best of three. */
-async function v1FirstByte(scenarios: readonly Scenario[], services: ReadonlyMap<Pagination, Target>, baseline: Target) {
-  const scenario = scenarios.find((s) => s.name === 'v1-list');
-  if (scenario === undefined) return undefined;
-  const service = services.get(scenario.pagination)!;
+async function v1FirstByte(scenario: Scenario, service: Target, baseline: Target) {
   const rssBefore = residentBytes(service.child.pid!);
   const best = async (target: Target): Promise<number> => {
     let min = Infinity;

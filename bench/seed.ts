@@ -1,7 +1,7 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
-import type { DatabaseLocation } from '../src/config.js';
-import { migrateStore } from '../src/storage/open-store.js';
 import { seededNewProduct } from './data.js';
 
 /** Rows per transaction: large enough that commits are rare, small enough to show progress. */
@@ -10,11 +10,20 @@ const BATCH = 20_000;
 export type Progress = (done: number, total: number) => void;
 
 /**
+ * Creates the schema with the migrations of the service build in `dist` (its own `cli/migrate.js`,
+ * so that an older build gets its own schema), exactly as a deployment would.
+ * @throws with the migration's message when it exits non-zero.
+ */
+export function migrateWith(dist: string, databaseUrl: string): void {
+  execFileSync(process.execPath, [join(dist, 'cli', 'migrate.js')], { env: { ...process.env, DATABASE_URL: databaseUrl }, stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+/**
  * Creates the schema with the service's own migrations, then inserts products 1..size in batched
  * transactions straight into the database file.
  */
-export async function seedSqlite(path: string, size: number, progress: Progress): Promise<void> {
-  await migrateStore({ kind: 'sqlite', path });
+export async function seedSqlite(dist: string, path: string, size: number, progress: Progress): Promise<void> {
+  migrateWith(dist, `sqlite:${path}`);
   const db = new SqliteDatabase(path);
   try {
     // Seeding is not serving: durability per batch would only slow it down.
@@ -42,9 +51,9 @@ export async function seedSqlite(path: string, size: number, progress: Progress)
  * Seeds a PostgreSQL database the same way: the service's migrations, then batches of rows sent as
  * arrays and expanded with `unnest`, one statement per batch.
  */
-export async function seedPostgres(location: Extract<DatabaseLocation, { kind: 'postgres' }>, size: number, progress: Progress): Promise<void> {
-  await migrateStore(location);
-  const client = new pg.Client({ connectionString: location.url });
+export async function seedPostgres(dist: string, url: string, size: number, progress: Progress): Promise<void> {
+  migrateWith(dist, url);
+  const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     for (let from = 1; from <= size; from += BATCH) {
