@@ -59,12 +59,14 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
         },
       },
       handler: async (request, reply) => {
-        const params = requestParams(request.url);
-        const pageRequest = pagination === 'limit-offset' ? limitOffsetRequest(params, options) : pageNumberRequest(params);
+        // Only valid requests are cached, so a hit needs no parsing of the query.
         const key = `${baseUrl(request)}${request.url}`;
         const { revision, count } = await store.describeCatalogue();
         const cached = cache.get(revision, key);
         if (cached !== undefined) return sendTagged(request, reply, cached);
+
+        const params = requestParams(request.url);
+        const pageRequest = pagination === 'limit-offset' ? limitOffsetRequest(params, options) : pageNumberRequest(params);
 
         const window = pageRequest.window(count);
         const page = await store.readPage(window.offset, window.limit);

@@ -11,40 +11,46 @@ export interface DialectErrors {
 }
 
 /**
- * A dialect's own way to insert one product, where it beats a plain INSERT (SQLite: group commit).
- * It must settle only once the row is durable, and reject with the driver's error.
+ * A dialect's own ways to run the hottest statements, where they beat going through Kysely (SQLite:
+ * group commit, and reads straight from prepared statements). Each must behave exactly as the shared
+ * query it replaces; inserts must settle only once the row is durable and reject with the driver's error.
  */
-export type InsertProduct = (product: NewProduct) => Promise<ProductRow>;
+export interface DialectFastPaths {
+  readonly insertProduct?: (product: NewProduct) => Promise<ProductRow>;
+  readonly findProduct?: (pk: number) => ProductRow | undefined;
+  readonly readState?: () => StateRow | undefined;
+}
 
 /** The one implementation of `CatalogueStore`, over any database Kysely speaks to. */
 export class KyselyCatalogueStore implements CatalogueStore {
   readonly #db: Kysely<Database>;
   readonly #errors: DialectErrors;
-  readonly #insert: InsertProduct;
+  readonly #fast: DialectFastPaths;
   // The reads every request makes, compiled to SQL once; each call only binds new parameters.
   readonly #findQuery: CompiledQuery<ProductRow>;
   readonly #stateQuery: CompiledQuery<StateRow>;
   readonly #pageQuery: CompiledQuery<PageRow>;
 
-  constructor(db: Kysely<Database>, errors: DialectErrors, insert?: InsertProduct) {
+  constructor(db: Kysely<Database>, errors: DialectErrors, fastPaths: DialectFastPaths = {}) {
     this.#db = db;
     this.#errors = errors;
+    this.#fast = fastPaths;
     this.#findQuery = db.selectFrom('product').select(['pk', 'name', 'barcode', 'price_cents']).where('pk', '=', 0).compile();
     this.#stateQuery = db.selectFrom('catalogue_state').select(['product_count', 'revision']).where('id', '=', 1).compile();
     this.#pageQuery = pageQuery(0, 0).compile(db);
-    this.#insert =
-      insert ??
-      ((product) =>
-        this.#db
-          .insertInto('product')
-          .values({ name: product.name, barcode: product.barcode, price_cents: product.priceCents })
-          .returning(['pk', 'name', 'barcode', 'price_cents'])
-          .executeTakeFirstOrThrow());
   }
 
   async createProduct(product: NewProduct): Promise<Product> {
     try {
-      return toProduct(await this.#insert(product));
+      const row =
+        this.#fast.insertProduct === undefined
+          ? await this.#db
+              .insertInto('product')
+              .values({ name: product.name, barcode: product.barcode, price_cents: product.priceCents })
+              .returning(['pk', 'name', 'barcode', 'price_cents'])
+              .executeTakeFirstOrThrow()
+          : await this.#fast.insertProduct(product);
+      return toProduct(row);
     } catch (error) {
       if (this.#errors.isUniqueViolation(error)) throw new DuplicateBarcodeError(product.barcode);
       throw this.#translate(error);
@@ -52,8 +58,9 @@ export class KyselyCatalogueStore implements CatalogueStore {
   }
 
   async findProduct(pk: number): Promise<Product | undefined> {
-    const { rows } = await this.#run(() => this.#db.executeQuery(withParameters(this.#findQuery, [pk])));
-    return rows[0] === undefined ? undefined : toProduct(rows[0]);
+    const find = this.#fast.findProduct;
+    const row = find === undefined ? (await this.#run(() => this.#db.executeQuery(withParameters(this.#findQuery, [pk])))).rows[0] : find(pk);
+    return row === undefined ? undefined : toProduct(row);
   }
 
   async countProducts(): Promise<number> {
@@ -61,8 +68,8 @@ export class KyselyCatalogueStore implements CatalogueStore {
   }
 
   async describeCatalogue(): Promise<CatalogueSummary> {
-    const { rows } = await this.#run(() => this.#db.executeQuery(this.#stateQuery));
-    const row = rows[0];
+    const read = this.#fast.readState;
+    const row = read === undefined ? (await this.#run(() => this.#db.executeQuery(this.#stateQuery))).rows[0] : read();
     if (row === undefined) throw new Error(MISSING_STATE);
     return { count: Number(row.product_count), revision: Number(row.revision) };
   }
@@ -153,7 +160,7 @@ function withParameters<R>(query: CompiledQuery<R>, parameters: readonly unknown
   return { ...query, parameters };
 }
 
-interface StateRow {
+export interface StateRow {
   product_count: number | string | bigint;
   revision: number | string | bigint;
 }

@@ -38,8 +38,8 @@ export async function migrateStore(location: DatabaseLocation): Promise<string[]
 
 function connect(location: DatabaseLocation, _options: StoreOptions): { db: Kysely<Database>; store: CatalogueStore } {
   if (location.kind === 'sqlite') {
-    const { db, groupInsert } = openSqlite(location.path);
-    return { db, store: new KyselyCatalogueStore(db, sqliteErrors, (product) => groupInsert().insert(product)) };
+    const { db, fastPaths } = openSqlite(location.path);
+    return { db, store: new KyselyCatalogueStore(db, sqliteErrors, fastPaths) };
   }
   throw new Error('PostgreSQL is not supported yet.');
 }

@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import type { Database } from '../schema.js';
-import type { DialectErrors } from '../kysely-store.js';
+import type { DialectErrors, DialectFastPaths, ProductRow, StateRow } from '../kysely-store.js';
 import { GroupInsert } from './group-insert.js';
 import { withStatementCache } from './statement-cache.js';
 
@@ -27,18 +27,29 @@ export function connectSqlite(path: string): Kysely<Database> {
 }
 
 /**
- * Opens the SQLite database at `path` as `connectSqlite` does, and also returns the group-commit
- * inserter that shares its connection. Kysely reuses prepared statements on this connection.
+ * Opens the SQLite database at `path` as `connectSqlite` does, with the store's fast paths over the
+ * same connection: group-commit inserts and reads straight from prepared statements. Kysely, too,
+ * reuses prepared statements on this connection.
  */
-export function openSqlite(path: string): { db: Kysely<Database>; groupInsert: () => GroupInsert } {
+export function openSqlite(path: string): { db: Kysely<Database>; fastPaths: DialectFastPaths } {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const database = new SqliteDatabase(path);
   for (const pragma of PRAGMAS) database.pragma(pragma);
-  let groupInsert: GroupInsert | undefined;
+  // Prepared on first use, once the migrations have created the tables.
+  let prepared: { groupInsert: GroupInsert; find: SqliteDatabase.Statement<[number], ProductRow>; state: SqliteDatabase.Statement<[], StateRow> } | undefined;
+  const statements = () =>
+    (prepared ??= {
+      groupInsert: new GroupInsert(database),
+      find: database.prepare('SELECT pk, name, barcode, price_cents FROM product WHERE pk = ?'),
+      state: database.prepare('SELECT product_count, revision FROM catalogue_state WHERE id = 1'),
+    });
   return {
     db: new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) }),
-    // Prepared only once the schema exists (after the migrations).
-    groupInsert: () => (groupInsert ??= new GroupInsert(database)),
+    fastPaths: {
+      insertProduct: (product) => statements().groupInsert.insert(product),
+      findProduct: (pk) => statements().find.get(pk),
+      readState: () => statements().state.get(),
+    },
   };
 }
 
