@@ -36,7 +36,7 @@ export function parsePrice(value: unknown): PriceParse {
     return refuse(`"${truncate(text)}" is not a price; write digits with an optional point and up to 2 decimals, e.g. "12.50".`);
   }
   if (text.startsWith('-')) {
-    return refuse('The price must be zero or more.');
+    return refuse('The price must be zero or more, written without a minus sign.');
   }
   const [whole = '', fraction = ''] = text.split('.');
   if (fraction.length > 2) {

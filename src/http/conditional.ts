@@ -31,7 +31,11 @@ function noneMatch(header: string | undefined, etag: string): boolean {
   });
 }
 
-/** What `reply.serialize` returned, as text (the compiled serializers return strings). */
-export function serialized(payload: string | ArrayBuffer | Buffer): string {
-  return typeof payload === 'string' ? payload : Buffer.from(payload as ArrayBuffer).toString('utf8');
+/**
+ * A 200 JSON body as the route's compiled response schema writes it (the same bytes Fastify would
+ * send), so that it can be tagged and cached as text.
+ */
+export function serializeOk(reply: FastifyReply, payload: object): string {
+  const compiled = reply.getSerializationFunction('200', 'application/json') ?? reply.getSerializationFunction('200');
+  return typeof compiled === 'function' ? compiled(payload as Record<string, unknown>) : JSON.stringify(payload);
 }

@@ -47,8 +47,9 @@ function wholeNumber(params: URLSearchParams, name: string, min: number, errors:
     errors[name] = [`${JSON.stringify(truncate(text))} is not ${expected}.`];
     return undefined;
   }
-  // Digits beyond 2^53 cannot be an offset or page any database holds; a huge limit is only clamped.
-  const value = text.length > 16 && name === 'limit' ? Number.MAX_SAFE_INTEGER : Number(text);
+  // A huge limit is only lowered to the maximum and a huge page is past the last; an offset beyond
+  // 2^53 cannot be computed with exactly, so it is refused.
+  const value = text.length > 16 && name !== 'offset' ? Number.MAX_SAFE_INTEGER : Number(text);
   if (value < min) {
     errors[name] = [`${name} must be ${min} or more; got ${text}.`];
     return undefined;

@@ -15,7 +15,19 @@ export const ProblemSchema = Type.Object(
       }),
     ),
   },
-  { $id: 'Problem', title: 'Problem (RFC 9457)' },
+  {
+    $id: 'Problem',
+    title: 'Problem (RFC 9457)',
+    examples: [
+      {
+        type: 'about:blank',
+        title: 'Bad Request',
+        status: 400,
+        detail: 'The product is not valid.',
+        errors: { barcode: ['EAN-13 check digit is wrong: expected 1, got 7.'], price: ['This field is required.'] },
+      },
+    ],
+  },
 );
 
 export type Problem = Static<typeof ProblemSchema>;

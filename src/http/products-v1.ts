@@ -1,16 +1,18 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import Type from 'typebox';
 import { InvalidProductError } from '../catalogue/errors.js';
-import { checkNewProduct } from '../catalogue/product.js';
+import { JsonNumber } from '../catalogue/json-number.js';
+import { checkNewProduct, type Product } from '../catalogue/product.js';
 import type { CatalogueStore } from '../storage/store.js';
 import type { CorsSettings } from './cors.js';
 import { BODY_LIMIT_BYTES, UNSUPPORTED_MEDIA_TYPE } from './json-body.js';
-import { HttpProblem, ProblemSchema } from './problem.js';
+import Type from 'typebox';
+import { HttpProblem } from './problem.js';
 import { resource } from './resource.js';
 import { RevisionCache } from './revision-cache.js';
-import { sendTagged, serialized, tagBody } from './conditional.js';
-import { NewProductSchema, ProductListSchema, ProductSchema } from './schemas.js';
+import { sendTagged, serializeOk, tagBody } from './conditional.js';
+import { STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
+import { ProductListSchema } from './schemas.js';
 import { productWire } from './wire.js';
 
 /** Rows fetched per query while the whole list is streamed. */
@@ -36,29 +38,28 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
       options: {
         schema: {
           summary: 'Every product, in pk order (not paginated)',
+          description: 'The whole catalogue in one array, streamed. For large catalogues use the paginated v2 listing.',
           tags: ['v1'],
-          response: { 200: ProductListSchema },
+          response: { 200: jsonResponse('Every product, ordered by pk.', ProductListSchema), 503: STORE_UNAVAILABLE },
         },
       },
       handler: async (request, reply) => {
         reply.type('application/json; charset=utf-8');
         // HEAD needs only the headers (the same as GET's: chunked, no length); do not read the catalogue.
         if (request.method === 'HEAD') return reply.send(Readable.from([]));
+        // Read before the status line goes out, so an unreachable database is still a 503.
         const before = await store.describeCatalogue();
         const cached = lists.get(before.revision, 'list');
         if (cached !== undefined) return reply.send(Readable.from([cached]));
+        const firstBatch = await store.listProductsAfter(0, LIST_BATCH);
         // Few chunks in flight per response: memory per slow client stays near one batch.
-        if (before.count > CACHED_LIST_MAX_PRODUCTS) return reply.send(Readable.from(streamList(store), { highWaterMark: 2 }));
-        return reply.send(
-          Readable.from(
-            streamList(store, async (text) => {
-              // Batches are separate reads: the text is one snapshot only if no write came in between.
-              const after = await store.describeCatalogue();
-              if (after.revision === before.revision) lists.set(before.revision, 'list', text);
-            }),
-            { highWaterMark: 2 },
-          ),
-        );
+        if (before.count > CACHED_LIST_MAX_PRODUCTS) return reply.send(Readable.from(streamList(store, firstBatch), { highWaterMark: 2 }));
+        const keep = async (text: string): Promise<void> => {
+          // Batches are separate reads: the text is one snapshot only if no write came in between.
+          const after = await store.describeCatalogue();
+          if (after.revision === before.revision) lists.set(before.revision, 'list', text);
+        };
+        return reply.send(Readable.from(streamList(store, firstBatch, keep), { highWaterMark: 2 }));
       },
     },
   });
@@ -70,14 +71,25 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
           summary: 'One product by its pk',
           description: 'Carries a strong ETag; send it back in If-None-Match for a 304 without a body while the product is unchanged.',
           tags: ['v1'],
-          response: { 200: ProductSchema, 304: Type.Null({ description: 'Not modified: the ETag given is still current.' }), 404: ProblemSchema },
+          params: Type.Object({
+            pk: Type.String({
+              description: 'A positive decimal integer. Anything else (`abc`, `0`, `-1`, `1.5`, too many digits) names no product: 404.',
+              examples: ['1'],
+            }),
+          }),
+          response: {
+            200: jsonResponse('The product.', Type.Ref('Product')),
+            304: { description: 'Not modified: the ETag in If-None-Match is still current. No body.', type: 'null' },
+            404: problemResponse('No product has this pk (or the pk is not a positive decimal integer).'),
+            503: STORE_UNAVAILABLE,
+          },
         },
       },
       handler: async (request, reply) => {
         const { pk } = request.params as { pk: string };
         const product = await store.findProduct(parsePk(pk));
         if (product === undefined) throw new HttpProblem(404, `No product has pk ${pk}.`);
-        return sendTagged(request, reply, tagBody(serialized(reply.serialize(productWire(product)))));
+        return sendTagged(request, reply, tagBody(serializeOk(reply, productWire(product))));
       },
     },
   });
@@ -86,10 +98,35 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
     POST: {
       options: {
         bodyLimit: BODY_LIMIT_BYTES,
+        // The body schema is for the document only: the domain checks the body itself, because a
+        // price must be read from the number's text as written, which ajv (coercing, typing the
+        // parsed value) cannot do. Params and query have no schema here, so nothing else is skipped.
+        validatorCompiler: () => () => true,
         schema: {
           summary: 'Create a product',
+          description: [
+            'Send `Content-Type: application/json` and an object with exactly `name`, `barcode` and `price`.',
+            '',
+            '*(decided)* `price` may be a decimal string or a plain JSON number; it is read exactly from its text, never as a float. Exponent forms (`1e3`, `"1e3"`), `NaN`, `Infinity`, `"12,50"`, `"-1"` and `true` are refused.',
+            '',
+            '*(decided)* `barcode` must be a string: a JSON number would lose leading zeros.',
+            '',
+            '*(decided)* An unknown field (`prise`, `pk`, ...) is a 400, so that a typo does not pass silently.',
+            '',
+            `The body may be at most ${BODY_LIMIT_BYTES} bytes. A rejected request changes nothing.`,
+          ].join('\n'),
           tags: ['v1'],
-          response: { 201: ProductSchema, 400: ProblemSchema, 409: ProblemSchema, 413: ProblemSchema, 415: ProblemSchema },
+          body: Type.Ref('NewProduct'),
+          response: {
+            201: jsonResponse('Created: the product with its new pk.', Type.Ref('Product'), {
+              Location: Type.String({ description: 'The new product\'s address.', examples: ['/api/v1/shop/product/1'] }),
+            }),
+            400: problemResponse('The body is not valid UTF-8 JSON, not an object, or breaks the product rules; `errors` lists every failing field.'),
+            409: problemResponse('Another product already has this barcode; `errors.barcode` says so.'),
+            413: problemResponse(`The body is larger than ${BODY_LIMIT_BYTES} bytes (refused at once when Content-Length declares it).`),
+            415: problemResponse('The Content-Type is not application/json.'),
+            503: STORE_UNAVAILABLE,
+          },
         },
       },
       handler: async (request, reply) => {
@@ -100,7 +137,7 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
             ? new HttpProblem(415, UNSUPPORTED_MEDIA_TYPE)
             : new HttpProblem(400, 'The body is empty; send a JSON object.');
         }
-        if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+        if (typeof body !== 'object' || body === null || Array.isArray(body) || body instanceof JsonNumber) {
           throw new HttpProblem(400, 'The body must be a JSON object with name, barcode and price.');
         }
         const checked = checkNewProduct(body as Record<string, unknown>);
@@ -110,7 +147,6 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
       },
     },
   });
-  void NewProductSchema;
 }
 
 /**
@@ -118,8 +154,10 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
  * becomes 0, which no product has.
  */
 function parsePk(text: string): number {
-  if (!/^[0-9]{1,16}$/.test(text)) return 0;
-  const pk = Number(text);
+  if (!/^[0-9]+$/.test(text)) return 0;
+  const digits = text.replace(/^0+(?=[0-9])/, '');
+  if (digits.length > 16) return 0;
+  const pk = Number(digits);
   return Number.isSafeInteger(pk) ? pk : 0;
 }
 
@@ -128,26 +166,24 @@ function parsePk(text: string): number {
  * database connection is needed, whatever the catalogue's size. `whole`, when given, receives the
  * complete text once the last chunk is out.
  */
-async function* streamList(store: CatalogueStore, whole?: (text: string) => Promise<void>): AsyncGenerator<string> {
+async function* streamList(store: CatalogueStore, firstBatch: readonly Product[], whole?: (text: string) => Promise<void>): AsyncGenerator<string> {
   const chunks: string[] | undefined = whole === undefined ? undefined : [];
   const emit = (chunk: string): string => {
     chunks?.push(chunk);
     return chunk;
   };
-  let after = 0;
+  let batch = firstBatch;
   let first = true;
   yield emit('[');
-  for (;;) {
-    const batch = await store.listProductsAfter(after, LIST_BATCH);
-    if (batch.length === 0) break;
+  while (batch.length > 0) {
     let chunk = '';
     for (const product of batch) {
       chunk += (first ? '' : ',') + JSON.stringify(productWire(product));
       first = false;
     }
     yield emit(chunk);
-    after = batch[batch.length - 1]!.pk;
     if (batch.length < LIST_BATCH) break;
+    batch = await store.listProductsAfter(batch[batch.length - 1]!.pk, LIST_BATCH);
   }
   yield emit(']');
   if (whole !== undefined && chunks !== undefined) await whole(chunks.join(''));

@@ -2,7 +2,6 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import type { Pagination } from '../config.js';
 import type { CatalogueStore, ProductPage } from '../storage/store.js';
-import { sendTagged, serialized, tagBody, type TaggedBody } from './conditional.js';
 import type { CorsSettings } from './cors.js';
 import {
   PAGE_NUMBER_SIZE,
@@ -11,11 +10,14 @@ import {
   parseLimitOffset,
   parsePage,
 } from './pagination.js';
-import { HttpProblem, ProblemSchema } from './problem.js';
+import { HttpProblem } from './problem.js';
 import { resource } from './resource.js';
 import { RevisionCache } from './revision-cache.js';
-import { PageSchema, type PageWire } from './schemas.js';
-import { pageItemWire, requestParams, requestPath } from './wire.js';
+import { sendTagged, serializeOk, tagBody, type TaggedBody } from './conditional.js';
+import { STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
+import type { PageWire } from './schemas.js';
+import { requestAddress, type RequestAddress } from './request-address.js';
+import { pageItemWire } from './wire.js';
 
 /** Memory for serialized pages of the current revision (about 4,000 pages of 100). */
 const PAGE_CACHE_BYTES = 32 * 1024 * 1024;
@@ -34,11 +36,23 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
   const querystring =
     pagination === 'limit-offset'
       ? Type.Object({
-          limit: Type.Optional(Type.String({ description: `Items in this page: a whole number ≥ 1; default ${options.pageSize}; above ${options.maxLimit} it is lowered to ${options.maxLimit}.` })),
-          offset: Type.Optional(Type.String({ description: 'Items skipped from the start: a whole number ≥ 0; default 0.' })),
+          limit: Type.Optional(
+            Type.String({
+              description: `Items in this page: a whole number ≥ 1 in plain digits; default ${options.pageSize}; above ${options.maxLimit} it is lowered to ${options.maxLimit}, and the links carry ${options.maxLimit}.`,
+              examples: ['20'],
+            }),
+          ),
+          offset: Type.Optional(
+            Type.String({ description: 'Items skipped from the start: a whole number ≥ 0 in plain digits; default 0. Past the end: 200 with empty results.', examples: ['40'] }),
+          ),
         })
       : Type.Object({
-          page: Type.Optional(Type.String({ description: `Page number (${PAGE_NUMBER_SIZE} a page): a whole number ≥ 1, or "last"; default 1.` })),
+          page: Type.Optional(
+            Type.String({
+              description: `Page number (${PAGE_NUMBER_SIZE} products a page, fixed; \`page_size\` is ignored): a whole number ≥ 1 in plain digits, or "last"; absent or empty: 1.`,
+              examples: ['2', 'last'],
+            }),
+          ),
         });
 
   // Serialized pages of the current revision: a hit costs one single-row read of the revision.
@@ -52,31 +66,51 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
         validatorCompiler: () => (value: unknown) => ({ value }),
         schema: {
           summary: `One page of products (${pagination} style)`,
-          description: 'Carries a strong ETag; send it back in If-None-Match for a 304 without a body while the catalogue is unchanged.',
+          description: [
+            'Carries a strong ETag; send it back in If-None-Match for a 304 without a body while the catalogue is unchanged.',
+            '',
+            `This deployment pages by ${pagination === 'limit-offset' ? '`limit` and `offset`' : '`page` number'} (setting PAGINATION; the other style is \`${pagination === 'limit-offset' ? 'page-number' : 'limit-offset'}\`).`,
+            '`next` and `previous` are absolute URLs that keep the other query parameters, or null. Unknown parameters are ignored.',
+            '',
+            '*(decided)* A parameter that is not a whole number in range, in plain decimal digits (`limit=abc`, `limit=0`, `limit=1e2`, `offset=-1`, `page=1.5`), is a 400 naming the parameter rather than a silent fallback.',
+          ].join('\n'),
           tags: ['v2'],
           querystring,
-          response: { 200: PageSchema, 304: Type.Null({ description: 'Not modified: the ETag given is still current.' }), 400: ProblemSchema, 404: ProblemSchema },
+          response: {
+            200: jsonResponse('One page; `results` hold exactly name, price and barcode, in pk order.', Type.Ref('Page')),
+            304: { description: 'Not modified: the ETag in If-None-Match is still current. No body.', type: 'null' },
+            400: problemResponse('A paging parameter is not valid; `errors` names it.'),
+            ...(pagination === 'page-number' ? { 404: problemResponse('The page is past the last page.') } : {}),
+            503: STORE_UNAVAILABLE,
+          },
         },
       },
       handler: async (request, reply) => {
         // Only valid requests are cached, so a hit needs no parsing of the query.
-        const key = `${baseUrl(request)}${request.url}`;
+        const key = cacheKey(request);
         const { revision, count } = await store.describeCatalogue();
-        const cached = cache.get(revision, key);
+        const cached = key === undefined ? undefined : cache.get(revision, key);
         if (cached !== undefined) return sendTagged(request, reply, cached);
 
-        const params = requestParams(request.url);
-        const pageRequest = pagination === 'limit-offset' ? limitOffsetRequest(params, options) : pageNumberRequest(params);
-
+        const address = requestAddress(request);
+        const pageRequest = pagination === 'limit-offset' ? limitOffsetRequest(address.params, options) : pageNumberRequest(address.params);
         const window = pageRequest.window(count);
         const page = await store.readPage(window.offset, window.limit);
-        const body = pageRequest.body(page, baseUrl(request), requestPath(request.url), params);
-        const tagged = tagBody(serialized(reply.serialize(body)));
-        cache.set(page.revision, key, tagged);
+        const tagged = tagBody(serializeOk(reply, pageRequest.body(page, address)));
+        if (key !== undefined) cache.set(page.revision, key, tagged);
         return sendTagged(request, reply, tagged);
       },
     },
   });
+}
+
+/**
+ * The page's address as its links will be written: the Host and the target as sent. `undefined` where
+ * the links would depend on more than that (no Host, or an absolute-form target): such pages are not cached.
+ */
+function cacheKey(request: FastifyRequest): string | undefined {
+  const host = request.headers.host;
+  return host === undefined || !request.url.startsWith('/') ? undefined : `${request.protocol}://${host}${request.url}`;
 }
 
 /** One style's reading of a page request: which rows it needs, and the page built from them. */
@@ -84,7 +118,7 @@ interface PageRequest {
   /** The rows to read, given the count just read (page-number style needs it for `last`). */
   window(count: number): { offset: number; limit: number };
   /** @throws HttpProblem 404 when the page does not exist at the count read with the rows. */
-  body(page: ProductPage, base: string, path: string, params: URLSearchParams): PageWire;
+  body(page: ProductPage, address: RequestAddress): PageWire;
 }
 
 function limitOffsetRequest(params: URLSearchParams, options: ProductsV2Options): PageRequest {
@@ -93,7 +127,7 @@ function limitOffsetRequest(params: URLSearchParams, options: ProductsV2Options)
   const { limit, offset } = parsed.value;
   return {
     window: () => ({ offset, limit }),
-    body: (page, base, path) => ({
+    body: (page, { base, path }) => ({
       count: page.count,
       ...limitOffsetLinks(base, path, params, parsed.value, page.count),
       results: page.products.map(pageItemWire),
@@ -109,16 +143,18 @@ function pageNumberRequest(params: URLSearchParams): PageRequest {
     return { page: parsed.value === 'last' ? lastPage : parsed.value, lastPage };
   };
   return {
-    window: (count) => ({ offset: (pageFor(count).page - 1) * PAGE_NUMBER_SIZE, limit: PAGE_NUMBER_SIZE }),
-    body: (rows, base, path) => {
+    window: (count) => {
+      // A page past the last reads nothing; its 404 is decided with the rows' own count.
+      const { page, lastPage } = pageFor(count);
+      return page > lastPage ? { offset: count, limit: 1 } : { offset: (page - 1) * PAGE_NUMBER_SIZE, limit: PAGE_NUMBER_SIZE };
+    },
+    body: (rows, { base, path }) => {
       const { page, lastPage } = pageFor(rows.count);
-      if (page > lastPage) throw new HttpProblem(404, `Page ${page} does not exist; the last page is ${lastPage}.`);
+      if (page > lastPage) {
+        // The page as written: a number too large to hold exactly is still named as the client sent it.
+        throw new HttpProblem(404, `Page ${params.get('page')} does not exist; the last page is ${lastPage}.`);
+      }
       return { count: rows.count, ...pageNumberLinks(base, path, params, page, lastPage), results: rows.products.map(pageItemWire) };
     },
   };
-}
-
-/** `http://host:port` as the client addressed the service. */
-function baseUrl(request: FastifyRequest): string {
-  return `${request.protocol}://${request.host}`;
 }

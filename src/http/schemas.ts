@@ -8,9 +8,9 @@ const price = Type.String({ pattern: '^[0-9]{1,10}\\.[0-9]{2}$', description: 'E
 export const ProductSchema = Type.Object({ pk, name, barcode, price }, { $id: 'Product', additionalProperties: false });
 export type ProductWire = Static<typeof ProductSchema>;
 
-export const ProductListSchema = Type.Array(ProductSchema, { description: 'Every product, in pk order.' });
+export const ProductListSchema = Type.Array(Type.Ref('Product'), { description: 'Every product, in pk order.' });
 
-export const PageItemSchema = Type.Object({ name, price, barcode }, { $id: 'PageItem', additionalProperties: false });
+export const PageItemSchema = Type.Object({ name, price, barcode }, { title: 'PageItem', additionalProperties: false });
 export type PageItemWire = Static<typeof PageItemSchema>;
 
 export const PageSchema = Type.Object(

@@ -9,15 +9,3 @@ export function productWire(product: Product): ProductWire {
 export function pageItemWire(product: Product): PageItemWire {
   return { name: product.name, price: formatPrice(product.priceCents), barcode: product.barcode };
 }
-
-/** The path part of a request URL, exactly as the client wrote it. */
-export function requestPath(url: string): string {
-  const query = url.indexOf('?');
-  return query === -1 ? url : url.slice(0, query);
-}
-
-/** The query parameters of a request URL. */
-export function requestParams(url: string): URLSearchParams {
-  const query = url.indexOf('?');
-  return new URLSearchParams(query === -1 ? '' : url.slice(query + 1));
-}

@@ -42,16 +42,30 @@ export class KyselyCatalogueStore implements CatalogueStore {
 
   async createProduct(product: NewProduct): Promise<Product> {
     try {
-      const row =
-        this.#fast.insertProduct === undefined
-          ? await this.#db
-              .insertInto('product')
-              .values({ name: product.name, barcode: product.barcode, price_cents: product.priceCents })
-              .returning(['pk', 'name', 'barcode', 'price_cents'])
-              .executeTakeFirstOrThrow()
-          : await this.#fast.insertProduct(product);
+      if (this.#fast.insertProduct !== undefined) return toProduct(await this.#fast.insertProduct(product));
+      // Inserting only when the barcode is free, rather than letting the unique index refuse the row,
+      // keeps a refused product from using up a pk on PostgreSQL (a sequence value is drawn before the
+      // index is checked), so pks come out the same on every database. The index still decides races.
+      const row = await this.#db
+        .insertInto('product')
+        .columns(['name', 'barcode', 'price_cents'])
+        .expression(
+          this.#db
+            .selectNoFrom((eb) => [
+              eb.cast<string>(eb.val(product.name), 'text').as('name'),
+              eb.cast<string>(eb.val(product.barcode), 'text').as('barcode'),
+              eb.cast<number>(eb.val(product.priceCents), 'bigint').as('price_cents'),
+            ])
+            .where(({ not, exists, selectFrom }) =>
+              not(exists(selectFrom('product').select('pk').where('barcode', '=', product.barcode))),
+            ),
+        )
+        .returning(['pk', 'name', 'barcode', 'price_cents'])
+        .executeTakeFirst();
+      if (row === undefined) throw new DuplicateBarcodeError(product.barcode);
       return toProduct(row);
     } catch (error) {
+      if (error instanceof DuplicateBarcodeError) throw error;
       if (this.#errors.isUniqueViolation(error)) throw new DuplicateBarcodeError(product.barcode);
       throw this.#translate(error);
     }

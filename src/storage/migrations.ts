@@ -104,8 +104,24 @@ class InCodeMigrations implements MigrationProvider {
  * @throws the migration's error; the failed step is rolled back where the database allows it.
  */
 export async function migrateToLatest(db: Kysely<unknown>, dialect: DialectKind): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: new InCodeMigrations(dialect) });
+  const migrator = new Migrator({
+    db,
+    provider: new InCodeMigrations(dialect),
+    // Kysely looks for its bookkeeping tables in every schema unless told which one; another schema's
+    // tables in the same database would then pass for this one's.
+    migrationTableSchema: dialect === 'postgres' ? await currentSchema(db) : undefined,
+  });
   const { error, results } = await migrator.migrateToLatest();
   if (error !== undefined) throw error;
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** The schema PostgreSQL creates unqualified tables in: the first existing one on the `search_path`. */
+async function currentSchema(db: Kysely<unknown>): Promise<string> {
+  const { rows } = await sql<{ schema: string | null }>`select current_schema() as schema`.execute(db);
+  const schema = rows[0]?.schema;
+  if (schema === undefined || schema === null) {
+    throw new Error('No schema on the search_path exists; create it or set search_path to an existing one.');
+  }
+  return schema;
 }

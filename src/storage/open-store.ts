@@ -2,13 +2,17 @@ import type { Kysely } from 'kysely';
 import type { DatabaseLocation } from '../config.js';
 import { KyselyCatalogueStore } from './kysely-store.js';
 import { migrateToLatest } from './migrations.js';
+import { connectPostgres, postgresErrors } from './postgres/connect.js';
 import { openSqlite, sqliteErrors } from './sqlite/connect.js';
 import type { CatalogueStore } from './store.js';
 import type { Database } from './schema.js';
 
 export interface StoreOptions {
+  /** Most connections a PostgreSQL store keeps open (SQLite uses one). Default 10. */
   readonly poolMax?: number;
 }
+
+const DEFAULT_POOL_MAX = 10;
 
 /**
  * Connects to the database a deployment names and brings its schema up to date.
@@ -16,7 +20,14 @@ export interface StoreOptions {
  * @throws when the database cannot be opened or migrated; nothing is left open then.
  */
 export async function openStore(location: DatabaseLocation, options: StoreOptions = {}): Promise<CatalogueStore> {
-  const { db, store } = connect(location, options);
+  if (location.kind === 'postgres') {
+    // Migrating may outlast a request's time limits, or wait that long for another instance that
+    // migrates, so it runs on connections of its own; the store's connections keep their limits.
+    await migrateStore(location);
+    return connect(location, options, 'serve').store;
+  }
+  // One connection for both: a `:memory:` database exists only on the connection that made it.
+  const { db, store } = connect(location, options, 'serve');
   try {
     await migrateToLatest(db as unknown as Kysely<unknown>, location.kind);
   } catch (error) {
@@ -26,9 +37,9 @@ export async function openStore(location: DatabaseLocation, options: StoreOption
   return store;
 }
 
-/** Runs the migrations alone, for `npm run migrate`. */
+/** Runs the migrations alone, for `npm run migrate` and before a PostgreSQL store opens. */
 export async function migrateStore(location: DatabaseLocation): Promise<string[]> {
-  const { db, store } = connect(location, {});
+  const { db, store } = connect(location, { poolMax: MIGRATION_POOL_MAX }, 'migrate');
   try {
     return await migrateToLatest(db as unknown as Kysely<unknown>, location.kind);
   } finally {
@@ -36,10 +47,21 @@ export async function migrateStore(location: DatabaseLocation): Promise<string[]
   }
 }
 
-function connect(location: DatabaseLocation, _options: StoreOptions): { db: Kysely<Database>; store: CatalogueStore } {
+/** The migrator holds one connection for its transaction and may use another beside it. */
+const MIGRATION_POOL_MAX = 2;
+
+function connect(
+  location: DatabaseLocation,
+  options: StoreOptions,
+  purpose: 'serve' | 'migrate',
+): { db: Kysely<Database>; store: CatalogueStore } {
   if (location.kind === 'sqlite') {
     const { db, fastPaths } = openSqlite(location.path);
     return { db, store: new KyselyCatalogueStore(db, sqliteErrors, fastPaths) };
   }
-  throw new Error('PostgreSQL is not supported yet.');
+  const db = connectPostgres(location.url, {
+    poolMax: options.poolMax ?? DEFAULT_POOL_MAX,
+    queryTimeLimits: purpose === 'serve',
+  });
+  return { db, store: new KyselyCatalogueStore(db, postgresErrors) };
 }

@@ -4,6 +4,7 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig, type Config, type DatabaseLocation } from '../../src/config.js';
 import { openStore } from '../../src/storage/open-store.js';
 import type { CatalogueStore } from '../../src/storage/store.js';
+import { auditResponses } from './openapi-responses.js';
 import type { TestStore } from './stores.js';
 
 export interface RunningServer {
@@ -13,7 +14,10 @@ export interface RunningServer {
   readonly location: DatabaseLocation;
   readonly app: FastifyInstance;
   readonly store: CatalogueStore;
-  /** Stops the server and closes the store; the database is kept. */
+  /**
+   * Stops the server and closes the store; the database is kept.
+   * @throws when any answer the server sent did not match its OpenAPI document.
+   */
   stop(): Promise<void>;
 }
 
@@ -23,8 +27,9 @@ export interface RunningServer {
  */
 export async function startServer(location: DatabaseLocation, env: Record<string, string> = {}): Promise<RunningServer> {
   const config = loadConfig({ ...env });
-  const store = await openStore(location);
+  const store = await openStore(location, { poolMax: config.dbPoolMax });
   const app = await buildApp({ config, store });
+  const audit = auditResponses(app);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
   return {
@@ -36,6 +41,9 @@ export async function startServer(location: DatabaseLocation, env: Record<string
     stop: async () => {
       await app.close();
       await store.close();
+      if (audit.mismatches.length > 0) {
+        throw new Error(`Answers that do not match /openapi.json:\n${audit.mismatches.join('\n')}`);
+      }
     },
   };
 }
@@ -47,8 +55,11 @@ export async function startFreshServer(testStore: TestStore, env: Record<string,
   return {
     ...server,
     stop: async () => {
-      await server.stop();
-      await drop();
+      try {
+        await server.stop();
+      } finally {
+        await drop();
+      }
     },
   };
 }

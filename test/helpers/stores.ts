@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client } from 'pg';
 import type { DatabaseLocation } from '../../src/config.js';
 
 /** One database the suite runs against: how to make a fresh, empty one and how to drop it. */
@@ -24,7 +25,52 @@ const sqlite: TestStore = {
   },
 };
 
+const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL?.trim() || undefined;
+
+if (TEST_DATABASE_URL === undefined && process.env.REQUIRE_POSTGRES === '1') {
+  throw new Error('REQUIRE_POSTGRES=1 but TEST_DATABASE_URL is not set: the PostgreSQL runs cannot be skipped here.');
+}
+
+let schemaSequence = 0;
+
 /**
- * Every database the HTTP suite loops over, as Kysely's tests loop over dialects.
+ * Each database is a schema of its own in the database at TEST_DATABASE_URL, created empty and
+ * dropped with everything in it; the service reaches it through the URL's search_path.
  */
-export const STORES: readonly TestStore[] = [sqlite];
+export const postgres: TestStore = {
+  name: 'postgres',
+  skip: TEST_DATABASE_URL === undefined ? 'TEST_DATABASE_URL is not set: PostgreSQL runs skipped' : false,
+  async create() {
+    if (TEST_DATABASE_URL === undefined) throw new Error('TEST_DATABASE_URL is not set.');
+    schemaSequence += 1;
+    const schema = `test_${process.pid}_${Date.now().toString(36)}_${schemaSequence}`;
+    await adminQuery(TEST_DATABASE_URL, `create schema ${schema}`);
+    return {
+      location: { kind: 'postgres', url: withSearchPath(TEST_DATABASE_URL, schema) },
+      drop: () => adminQuery(TEST_DATABASE_URL, `drop schema if exists ${schema} cascade`),
+    };
+  },
+};
+
+/** `url` with every connection's search_path set to `schema` alone. */
+export function withSearchPath(url: string, schema: string): string {
+  const parsed = new URL(url);
+  parsed.searchParams.set('options', `-c search_path=${schema}`);
+  return parsed.toString();
+}
+
+async function adminQuery(url: string, text: string): Promise<void> {
+  const client = new Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
+  await client.connect();
+  try {
+    await client.query(text);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Every database the HTTP suite loops over, as Kysely's tests loop over dialects. PostgreSQL is
+ * listed even when it is not available, with `skip` saying so, so that the report shows it skipped.
+ */
+export const STORES: readonly TestStore[] = [sqlite, postgres];

@@ -6,7 +6,7 @@ import { startFreshServer, type RunningServer } from '../helpers/server.js';
 import { STORES } from '../helpers/stores.js';
 
 for (const store of STORES) {
-  describe(`concurrent creates (${store.name})`, () => {
+  describe(`concurrent creates (${store.name})`, { skip: store.skip }, () => {
     let server: RunningServer;
     before(async () => {
       server = await startFreshServer(store);

@@ -10,6 +10,8 @@ const ROUTES = [
   { path: '/api/v1/shop/product/1', allow: 'GET, HEAD, OPTIONS' },
   { path: '/api/v1/shop/product/', allow: 'POST, OPTIONS' },
   { path: '/api/v2/shop/products', allow: 'GET, HEAD, OPTIONS' },
+  { path: '/healthz', allow: 'GET, HEAD, OPTIONS' },
+  { path: '/readyz', allow: 'GET, HEAD, OPTIONS' },
 ];
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'TRACE'];
 

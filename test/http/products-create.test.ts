@@ -119,7 +119,7 @@ for (const testStore of STORES) {
         name: 'a negative price',
         body: '{"name": "Pen", "barcode": "4006381333931", "price": "-1"}',
         status: 400,
-        expected: invalid({ price: ['The price must be zero or more.'] }),
+        expected: invalid({ price: ['The price must be zero or more, written without a minus sign.'] }),
       },
       {
         name: 'a boolean price',

@@ -77,7 +77,7 @@ for (const testStore of STORES) {
     });
 
     it('answers 404 with a problem document for a path that is no route', async () => {
-      for (const path of ['/', '/api', '/api/v1/shop/productz', '/api/v3/shop/products', '/api/v1/shop/product/1/extra']) {
+      for (const path of ['/nothing', '/api', '/api/v1/shop/productz', '/api/v3/shop/products', '/api/v1/shop/product/1/extra']) {
         const res = await send(`${server.url}${path}`);
         assert.equal(res.status, 404, path);
         assert.equal(res.headers['content-type'], PROBLEM);

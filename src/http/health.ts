@@ -1,0 +1,45 @@
+import type { FastifyInstance } from 'fastify';
+import Type from 'typebox';
+import type { CatalogueStore } from '../storage/store.js';
+import type { CorsSettings } from './cors.js';
+import { resource } from './resource.js';
+import { STORE_UNAVAILABLE, jsonResponse } from './responses.js';
+
+const AliveSchema = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false });
+const ReadySchema = Type.Object({ status: Type.Literal('ready') }, { additionalProperties: false });
+
+export interface HealthOptions {
+  readonly store: CatalogueStore;
+  readonly cors: CorsSettings;
+}
+
+/**
+ * Probes for load balancers and orchestrators: `/healthz` says the process answers (restart it when
+ * this fails); `/readyz` says it can serve the catalogue now (send it no traffic while this fails).
+ */
+export async function health(app: FastifyInstance, { store, cors }: HealthOptions): Promise<void> {
+  resource(app, cors, '/healthz', {
+    GET: {
+      options: {
+        schema: { summary: 'The process is alive', tags: ['health'], response: { 200: jsonResponse('The process answers.', AliveSchema) } },
+      },
+      handler: async () => ({ status: 'ok' as const }),
+    },
+  });
+
+  resource(app, cors, '/readyz', {
+    GET: {
+      options: {
+        schema: {
+          summary: 'The database answers: this instance can serve requests',
+          tags: ['health'],
+          response: { 200: jsonResponse('The database answers.', ReadySchema), 503: STORE_UNAVAILABLE },
+        },
+      },
+      handler: async () => {
+        await store.ping();
+        return { status: 'ready' as const };
+      },
+    },
+  });
+}

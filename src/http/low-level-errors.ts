@@ -1,0 +1,56 @@
+import { METHODS, STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyError, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
+import type { CorsSettings } from './cors.js';
+import { PROBLEM_CONTENT_TYPE, problemBody, sendProblem } from './problem.js';
+
+/**
+ * Every method Node's HTTP parser lets through, so that each route can answer 405 to all of them
+ * (Fastify routes only the common ones unless told). CONNECT never reaches a request handler.
+ */
+export const EXTRA_HTTP_METHODS: readonly string[] = METHODS.filter((m) => m !== 'CONNECT');
+
+/**
+ * Fastify's own answers to a path it cannot decode (`%ZZ`) or to an over-long path parameter, as
+ * problem documents. Neither path can name a product, so both are a 404.
+ */
+export function frameworkErrors(cors: CorsSettings): NonNullable<FastifyServerOptions['frameworkErrors']> {
+  return (_error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    // The router refused the request before any hook ran, so the CORS plugin has not seen it.
+    const origin = allowedOrigin(cors, request.headers.origin);
+    if (origin !== undefined) reply.header('Access-Control-Allow-Origin', origin);
+    if (cors.origin !== '*') reply.header('Vary', 'Origin');
+    sendProblem(reply, 404, 'There is nothing at this address: its path is not a valid URL path.');
+  };
+}
+
+/**
+ * Answers what Node's HTTP parser refuses before Fastify sees a request (an unknown method, a broken
+ * header, headers too large, a request too slow) with a problem document, then closes the connection.
+ */
+export function clientErrorHandler(cors: CorsSettings): (error: NodeJS.ErrnoException, socket: Socket) => void {
+  return (error, socket) => {
+    if (error.code === 'ECONNRESET' || socket.destroyed) return;
+    const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+    const detail =
+      status === 408
+        ? 'The request took too long to arrive.'
+        : status === 431
+          ? 'The request headers are too large.'
+          : 'The request is not valid HTTP/1.1 (for example an unknown method or a malformed header).';
+    const body = JSON.stringify(problemBody(status, detail));
+    const cors_ = cors.origin === '*' ? 'Access-Control-Allow-Origin: *\r\n' : '';
+    if (socket.writable) {
+      socket.write(
+        `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\n${cors_}` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    }
+    socket.destroy();
+  };
+}
+
+function allowedOrigin(cors: CorsSettings, origin: string | undefined): string | undefined {
+  if (cors.origin === '*') return '*';
+  return origin !== undefined && cors.origin.includes(origin) ? origin : undefined;
+}

@@ -1,0 +1,40 @@
+import type { FastifyInstance } from 'fastify';
+import Type, { type TSchema } from 'typebox';
+import { ProblemSchema } from './problem.js';
+import { NewProductSchema, PageSchema, ProductSchema } from './schemas.js';
+
+/**
+ * Adds the wire shapes by their `$id`, so that routes refer to them with `Type.Ref(id)` and the
+ * OpenAPI document lists each once, by name, under components.schemas.
+ */
+export function useSharedSchemas(app: FastifyInstance): void {
+  for (const schema of [ProblemSchema, ProductSchema, PageSchema, NewProductSchema]) app.addSchema(schema);
+}
+
+/**
+ * Route response entries in the shape both Fastify (serializer per media type) and @fastify/swagger
+ * (description, headers, content) read, so that one declaration feeds serialization and the document.
+ */
+export interface ResponseEntry {
+  readonly description: string;
+  readonly headers?: Record<string, TSchema>;
+  readonly content?: Record<string, { readonly schema: TSchema }>;
+  readonly type?: 'null';
+}
+
+export function jsonResponse(description: string, schema: TSchema, headers?: Record<string, TSchema>): ResponseEntry {
+  return { description, ...(headers === undefined ? {} : { headers }), content: { 'application/json': { schema } } };
+}
+
+export function problemResponse(description: string, headers?: Record<string, TSchema>): ResponseEntry {
+  return { description, ...(headers === undefined ? {} : { headers }), content: { 'application/problem+json': { schema: Type.Ref('Problem') } } };
+}
+
+/** An answer with headers only, such as a CORS preflight. */
+export function emptyResponse(description: string, headers: Record<string, TSchema>): ResponseEntry {
+  return { description, headers, type: 'null' };
+}
+
+export const STORE_UNAVAILABLE = problemResponse('The database cannot be reached; nothing was changed. Retry after the seconds in Retry-After.', {
+  'Retry-After': Type.String({ description: 'Seconds to wait before retrying.', examples: ['5'] }),
+});

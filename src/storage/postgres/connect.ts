@@ -1,0 +1,149 @@
+import {
+  Kysely,
+  PostgresDialect,
+  type PostgresCursor,
+  type PostgresPool,
+  type PostgresPoolClient,
+  type PostgresQueryResult,
+} from 'kysely';
+import { Pool, type PoolClient } from 'pg';
+import type { DialectErrors } from '../kysely-store.js';
+import type { Database } from '../schema.js';
+
+/** Opening a connection, or waiting for a free one when the pool is full, gives up after this. */
+const CONNECTION_TIMEOUT_MS = 2_000;
+
+/**
+ * Time limits on each query, so that a request fails (and is answered 503) instead of holding its
+ * caller and a pooled connection when the database does not answer.
+ */
+const QUERY_TIME_LIMITS = {
+  /** Cancelled by the server: a slow statement frees its connection. */
+  statement_timeout: 5_000,
+  /** Given up by the client when no answer comes at all (a network that drops packets silently). */
+  query_timeout: 6_000,
+} as const;
+
+/** Idle connections are closed after this long, so a quiet instance holds few server slots. */
+const IDLE_TIMEOUT_MS = 30_000;
+
+export interface PostgresOptions {
+  /** Most connections open at once. */
+  readonly poolMax: number;
+  /** Whether each query is bounded in time: yes to serve requests, no to migrate. */
+  readonly queryTimeLimits: boolean;
+}
+
+/**
+ * Connects to the PostgreSQL database at `url` through a pool of connections. Nothing is opened
+ * until the first query; a lost connection is replaced on the next one.
+ *
+ * @example const db = connectPostgres('postgres://catalogue@127.0.0.1:5432/catalogue', { poolMax: 10, queryTimeLimits: true });
+ */
+export function connectPostgres(url: string, { poolMax, queryTimeLimits }: PostgresOptions): Kysely<Database> {
+  const pool = new Pool({
+    connectionString: url,
+    max: poolMax,
+    connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
+    idleTimeoutMillis: IDLE_TIMEOUT_MS,
+    keepAlive: true,
+    application_name: 'catalogue',
+    ...(queryTimeLimits ? QUERY_TIME_LIMITS : {}),
+  });
+  // An idle connection that breaks (server restart, network cut) is dropped by the pool; without a
+  // listener its error event would end the process. Requests in flight get their own error.
+  pool.on('error', () => undefined);
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: discardingFailedClients(pool) }) });
+}
+
+/**
+ * The pool as Kysely uses it, except that a connection on which a query failed for want of the
+ * database is closed instead of being pooled again. `pg` keeps a connection whose query timed out,
+ * and a connection to a host that vanished (a fail-over, a dead network path) would then fail every
+ * request that draws it, for as long as the operating system keeps the socket.
+ */
+function discardingFailedClients(pool: Pool): PostgresPool {
+  return {
+    connect: async () => new DiscardOnFailureClient(await pool.connect()),
+    end: () => pool.end(),
+  };
+}
+
+class DiscardOnFailureClient implements PostgresPoolClient {
+  readonly #client: PoolClient;
+  #failed = false;
+
+  constructor(client: PoolClient) {
+    this.#client = client;
+  }
+
+  query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
+  query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
+  query<R>(
+    sqlOrCursor: string | PostgresCursor<R>,
+    parameters: ReadonlyArray<unknown> = [],
+  ): Promise<PostgresQueryResult<R>> | PostgresCursor<R> {
+    if (typeof sqlOrCursor !== 'string') throw new Error('Cursors are not configured for this pool.');
+    // pg types `command` as any string; Kysely's narrower type is what the server sends for its queries.
+    const result = this.#client.query(sqlOrCursor, [...parameters]) as unknown as Promise<PostgresQueryResult<R>>;
+    return result.catch((error: unknown) => {
+      if (isConnectionFailure(error)) this.#failed = true;
+      throw error;
+    });
+  }
+
+  release(): void {
+    // pg-pool closes a client released with an error (a hung one by destroying its socket).
+    this.#client.release(this.#failed);
+  }
+}
+
+/** SQLSTATE codes that mean "the database is not there right now", not "the request is wrong". */
+const UNAVAILABLE_SQLSTATES = new Set([
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now (starting up, in recovery)
+  '57014', // query_canceled: statement_timeout fired
+  '53300', // too_many_connections
+]);
+
+/** Socket errors on the way to the server. */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+/** Messages of `pg` and `pg-pool` errors that carry no code. */
+const DRIVER_MESSAGES = [
+  /^Connection terminated/,
+  /^timeout exceeded when trying to connect$/,
+  /^Query read timeout$/,
+  /is not queryable$/,
+  /^Client was closed and is not queryable$/,
+];
+
+export const postgresErrors: DialectErrors = {
+  isUniqueViolation: (error) => errorCode(error) === '23505',
+  isConnectionFailure,
+};
+
+function isConnectionFailure(error: unknown): boolean {
+  // Connecting to a host name that resolves to several addresses fails with one error per address.
+  if (error instanceof AggregateError) return error.errors.some(isConnectionFailure);
+  const code = errorCode(error);
+  if (typeof code === 'string' && (NETWORK_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || code.startsWith('08'))) {
+    return true;
+  }
+  return error instanceof Error && DRIVER_MESSAGES.some((pattern) => pattern.test(error.message));
+}
+
+function errorCode(error: unknown): unknown {
+  return typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
+}

@@ -1,0 +1,303 @@
+/// <reference lib="dom" />
+// The catalogue page: one ES module with no imports, so the browser loads tsc's output as it is.
+
+interface PageItem {
+  readonly name: string;
+  readonly price: string;
+  readonly barcode: string;
+}
+
+interface Product extends PageItem {
+  readonly pk: number;
+}
+
+interface Page {
+  readonly count: number;
+  readonly next: string | null;
+  readonly previous: string | null;
+  readonly results: readonly PageItem[];
+}
+
+interface Problem {
+  readonly status: number;
+  readonly detail: string;
+  readonly errors?: Readonly<Record<string, readonly string[]>>;
+}
+
+const FIRST_PAGE = '/api/v2/shop/products';
+const CREATE = '/api/v1/shop/product/';
+const FIELDS = ['name', 'barcode', 'price'] as const;
+
+function byId<T extends HTMLElement>(id: string, type: { new (): T }): T {
+  const element = document.getElementById(id);
+  if (!(element instanceof type)) throw new Error(`The page has no ${type.name} #${id}.`);
+  return element;
+}
+
+const ui = {
+  count: byId('count', HTMLElement),
+  listMessage: byId('list-message', HTMLElement),
+  rows: byId('products', HTMLTableElement).tBodies[0]!,
+  previous: byId('previous', HTMLButtonElement),
+  next: byId('next', HTMLButtonElement),
+  indicator: byId('page-indicator', HTMLElement),
+  addForm: byId('add-form', HTMLFormElement),
+  formMessage: byId('form-message', HTMLElement),
+  openForm: byId('open-form', HTMLFormElement),
+  openPk: byId('open-pk', HTMLInputElement),
+  openError: byId('open-error', HTMLElement),
+  detail: byId('detail', HTMLElement),
+};
+
+/** What the table shows: the page's own address and the position of its first row in the catalogue. */
+interface View {
+  url: string;
+  start: number;
+  page: Page | undefined;
+  /** Rows per full page, learnt from the first full page seen. */
+  pageSize: number | undefined;
+}
+
+const view: View = { url: FIRST_PAGE, start: 0, page: undefined, pageSize: undefined };
+
+async function readJson<T>(response: Response): Promise<T | undefined> {
+  try {
+    return (await response.json()) as T;
+  } catch {
+    return undefined;
+  }
+}
+
+function problemText(problem: Problem | undefined, response: Response): string {
+  return problem?.detail ?? `The service answered ${response.status} ${response.statusText}.`;
+}
+
+function showMessage(element: HTMLElement, text: string, kind: 'error' | 'success'): void {
+  element.textContent = text;
+  element.className = `message is-${kind}`;
+  element.hidden = false;
+}
+
+function hideMessage(element: HTMLElement): void {
+  element.hidden = true;
+  element.textContent = '';
+}
+
+/** The first row's position on the page at `url`: from `offset`, or counted while paging. */
+function startOf(url: string, page: Page, counted: number): number {
+  const params = new URL(url, location.href).searchParams;
+  const offset = params.get('offset');
+  if (offset !== null && /^[0-9]+$/.test(offset)) return Number(offset);
+  if (params.get('page') === 'last') return Math.max(0, page.count - page.results.length);
+  if (!params.has('page')) return 0;
+  return counted;
+}
+
+/** Loads and shows the page at `url`. `counted` is the first row's position when the URL does not say. */
+async function showPage(url: string, counted: number, highlight?: string): Promise<boolean> {
+  let response: Response;
+  try {
+    response = await fetch(url, { headers: { Accept: 'application/json' } });
+  } catch {
+    showMessage(ui.listMessage, 'The catalogue cannot be reached. Check the connection and try again.', 'error');
+    return false;
+  }
+  if (!response.ok) {
+    showMessage(ui.listMessage, problemText(await readJson<Problem>(response), response), 'error');
+    return false;
+  }
+  const page = (await readJson<Page>(response))!;
+  hideMessage(ui.listMessage);
+  view.url = url;
+  view.page = page;
+  view.start = startOf(url, page, counted);
+  if (page.next !== null) view.pageSize = page.results.length;
+  renderRows(page.results, highlight);
+  renderPager(page);
+  return true;
+}
+
+function renderRows(items: readonly PageItem[], highlight: string | undefined): void {
+  const rows = items.map((item) => {
+    const row = document.createElement('tr');
+    if (item.barcode === highlight) row.className = 'is-new';
+    row.append(cell(item.name), cell(item.barcode, 'code'), cell(item.price, 'num'));
+    return row;
+  });
+  if (rows.length === 0) {
+    const row = document.createElement('tr');
+    const empty = cell('No products yet. Add the first one with the form.', 'empty');
+    empty.colSpan = 3;
+    row.append(empty);
+    rows.push(row);
+  }
+  ui.rows.replaceChildren(...rows);
+}
+
+function cell(text: string, className?: string): HTMLTableCellElement {
+  const td = document.createElement('td');
+  td.textContent = text;
+  if (className !== undefined) td.className = className;
+  return td;
+}
+
+function renderPager(page: Page): void {
+  ui.count.textContent = page.count === 1 ? '1 product' : `${page.count.toLocaleString()} products`;
+  ui.previous.disabled = page.previous === null;
+  ui.next.disabled = page.next === null;
+  if (page.results.length === 0) {
+    ui.indicator.textContent = page.count === 0 ? 'Nothing to show' : 'Past the last product';
+    return;
+  }
+  const size = view.pageSize ?? page.results.length;
+  const pages = Math.max(1, Math.ceil(page.count / size));
+  const current = Math.min(pages, Math.floor(view.start / size) + 1);
+  const first = view.start + 1;
+  const last = view.start + page.results.length;
+  ui.indicator.textContent = `Page ${current} of ${pages} · ${first}–${last} of ${page.count}`;
+}
+
+async function follow(direction: 'next' | 'previous'): Promise<void> {
+  const page = view.page;
+  const url = page?.[direction];
+  if (page === undefined || url === null || url === undefined) return;
+  const size = view.pageSize ?? page.results.length;
+  const counted = direction === 'next' ? view.start + page.results.length : Math.max(0, view.start - size);
+  const button = direction === 'next' ? ui.next : ui.previous;
+  await showPage(url, counted);
+  // A button that just became disabled would drop the keyboard focus to the page's top.
+  if (button.disabled) (direction === 'next' ? ui.previous : ui.next).focus();
+}
+
+/**
+ * The address of the page holding the catalogue's last product, in the deployment's paging style,
+ * told apart by the parameters its links carry.
+ */
+function lastPageUrl(page: Page): string | undefined {
+  const link = page.next ?? page.previous;
+  if (link === null) return undefined;
+  const url = new URL(link);
+  if (url.searchParams.has('limit')) {
+    const limit = Number(url.searchParams.get('limit'));
+    url.searchParams.set('offset', String(Math.floor((page.count - 1) / limit) * limit));
+  } else {
+    url.searchParams.set('page', 'last');
+  }
+  return url.toString();
+}
+
+/** Shows the page that holds a product just added (the last one), with its row marked. */
+async function showAdded(product: Product): Promise<void> {
+  if (!(await showPage(view.url, view.start, product.barcode)) || view.page === undefined) return;
+  if (view.page.results.some((item) => item.barcode === product.barcode)) return;
+  const last = lastPageUrl(view.page);
+  if (last !== undefined) await showPage(last, 0, product.barcode);
+}
+
+function fieldInput(field: string): HTMLInputElement | undefined {
+  const input = document.getElementById(field);
+  return input instanceof HTMLInputElement && input.form === ui.addForm ? input : undefined;
+}
+
+function clearFieldErrors(): void {
+  for (const field of FIELDS) {
+    fieldInput(field)!.removeAttribute('aria-invalid');
+    byId(`${field}-error`, HTMLElement).textContent = '';
+  }
+}
+
+/** Puts each field's messages next to it; messages about anything else are returned. */
+function showFieldErrors(errors: Readonly<Record<string, readonly string[]>>): string[] {
+  const unplaced: string[] = [];
+  let first: HTMLInputElement | undefined;
+  for (const [field, messages] of Object.entries(errors)) {
+    const input = fieldInput(field);
+    if (input === undefined) {
+      unplaced.push(`${field}: ${messages.join(' ')}`);
+      continue;
+    }
+    input.setAttribute('aria-invalid', 'true');
+    byId(`${field}-error`, HTMLElement).textContent = messages.join(' ');
+    first ??= input;
+  }
+  first?.focus();
+  return unplaced;
+}
+
+async function addProduct(event: SubmitEvent): Promise<void> {
+  event.preventDefault();
+  const form = new FormData(ui.addForm);
+  const body = Object.fromEntries(FIELDS.map((field) => [field, String(form.get(field) ?? '')]));
+  const submit = ui.addForm.querySelector('button[type="submit"]');
+  if (submit instanceof HTMLButtonElement) submit.disabled = true;
+  clearFieldErrors();
+  hideMessage(ui.formMessage);
+  try {
+    const response = await fetch(CREATE, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+      body: JSON.stringify(body),
+    });
+    if (response.status === 201) {
+      const product = (await readJson<Product>(response))!;
+      ui.addForm.reset();
+      fieldInput('name')?.focus();
+      showMessage(ui.formMessage, `Added “${product.name}” as product ${product.pk}.`, 'success');
+      showDetail(product);
+      await showAdded(product);
+      return;
+    }
+    const problem = await readJson<Problem>(response);
+    const unplaced = showFieldErrors(problem?.errors ?? {});
+    let summary = problemText(problem, response);
+    if (response.status === 409) summary = 'A product with this barcode already exists. Check the barcode, or find the product in the list.';
+    else if (response.status === 400 && problem?.errors !== undefined) summary = 'Please correct the fields marked below.';
+    showMessage(ui.formMessage, [summary, ...unplaced].join(' '), 'error');
+  } catch {
+    showMessage(ui.formMessage, 'The catalogue cannot be reached; the product was not added. Try again.', 'error');
+  } finally {
+    if (submit instanceof HTMLButtonElement) submit.disabled = false;
+  }
+}
+
+function showDetail(product: Product): void {
+  byId('detail-name', HTMLElement).textContent = product.name;
+  byId('detail-pk', HTMLElement).textContent = String(product.pk);
+  byId('detail-barcode', HTMLElement).textContent = product.barcode;
+  byId('detail-price', HTMLElement).textContent = product.price;
+  const link = byId('detail-link', HTMLAnchorElement);
+  link.href = `/api/v1/shop/product/${product.pk}`;
+  link.textContent = link.getAttribute('href');
+  ui.detail.hidden = false;
+}
+
+async function openProduct(event: SubmitEvent): Promise<void> {
+  event.preventDefault();
+  const pk = ui.openPk.value.trim();
+  ui.openError.textContent = '';
+  ui.openPk.removeAttribute('aria-invalid');
+  const refuse = (message: string): void => {
+    ui.openError.textContent = message;
+    ui.openPk.setAttribute('aria-invalid', 'true');
+    ui.detail.hidden = true;
+    ui.openPk.focus();
+  };
+  if (!/^[0-9]+$/.test(pk) || Number(pk) < 1) {
+    refuse('Enter a product number: a whole number from 1.');
+    return;
+  }
+  try {
+    const response = await fetch(`/api/v1/shop/product/${pk}`, { headers: { Accept: 'application/json' } });
+    if (response.status === 404) return refuse(`There is no product number ${pk}.`);
+    if (!response.ok) return refuse(problemText(await readJson<Problem>(response), response));
+    showDetail((await readJson<Product>(response))!);
+  } catch {
+    refuse('The catalogue cannot be reached. Try again.');
+  }
+}
+
+ui.previous.addEventListener('click', () => void follow('previous'));
+ui.next.addEventListener('click', () => void follow('next'));
+ui.addForm.addEventListener('submit', (event) => void addProduct(event));
+ui.openForm.addEventListener('submit', (event) => void openProduct(event));
+void showPage(FIRST_PAGE, 0);

@@ -1,0 +1,159 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { postJson, send, type RawResponse } from '../helpers/http.js';
+import { createProduct, uniqueBarcode } from '../helpers/products.js';
+import { startServer, type RunningServer } from '../helpers/server.js';
+import { postgres } from '../helpers/stores.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
+
+const UNAVAILABLE = {
+  type: 'about:blank',
+  title: 'Service Unavailable',
+  status: 503,
+  detail: 'The catalogue database is not reachable right now; try again shortly.',
+};
+
+/** Sends a request and measures how long its answer took. */
+async function timed(request: () => Promise<RawResponse>): Promise<RawResponse & { ms: number }> {
+  const started = performance.now();
+  const res = await request();
+  return { ...res, ms: performance.now() - started };
+}
+
+/** A fresh PostgreSQL database, a proxy in front of it, and the service connected through the proxy. */
+async function startBehindProxy(env: Record<string, string> = {}): Promise<{ proxy: TcpProxy; server: RunningServer; drop: () => Promise<void> }> {
+  const { location, drop } = await postgres.create();
+  if (location.kind !== 'postgres') throw new Error('expected a PostgreSQL location');
+  const direct = new URL(location.url);
+  const proxy = new TcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
+  await proxy.open();
+  const proxied = new URL(location.url);
+  proxied.hostname = '127.0.0.1';
+  proxied.port = String(proxy.port);
+  const server = await startServer({ kind: 'postgres', url: proxied.toString() }, env);
+  return { proxy, server, drop };
+}
+
+describe('PostgreSQL lost and back while the service runs', { skip: postgres.skip }, () => {
+  let proxy: TcpProxy;
+  let server: RunningServer;
+  let dropDatabase: () => Promise<void> = async () => undefined;
+  let espresso: Awaited<ReturnType<typeof createProduct>>;
+
+  before(async () => {
+    ({ proxy, server, drop: dropDatabase } = await startBehindProxy());
+    espresso = await createProduct(server.url, { name: 'Espresso 1 kg', price: '12.99' });
+  });
+
+  after(async () => {
+    await server?.stop();
+    await proxy?.cut();
+    await dropDatabase();
+  });
+
+  const requests: Array<[string, (url: string) => Promise<RawResponse>]> = [
+    ['one product', (url) => send(`${url}/api/v1/shop/product/${espresso.pk}`)],
+    ['the v1 list', (url) => send(`${url}/api/v1/shop/products`)],
+    ['a v2 page', (url) => send(`${url}/api/v2/shop/products`)],
+    ['a creation', (url) => postJson(`${url}/api/v1/shop/product/`, JSON.stringify({ name: 'Tea', barcode: uniqueBarcode(), price: '2.00' }))],
+  ];
+
+  it('answers normally before the cut', async () => {
+    for (const [, request] of requests) assert.ok([200, 201].includes((await request(server.url)).status));
+    assert.equal((await send(`${server.url}/readyz`)).status, 200);
+  });
+
+  it('answers 503 problem documents within 2 s while the database is cut off', async () => {
+    await proxy.cut();
+    for (const [name, request] of requests) {
+      const res = await timed(() => request(server.url));
+      assert.equal(res.status, 503, `${name}: ${res.text}`);
+      assert.ok(res.ms < 2_000, `${name} took ${Math.round(res.ms)} ms`);
+      assert.equal(res.headers['content-type'], 'application/problem+json; charset=utf-8');
+      assert.equal(res.headers['retry-after'], '5');
+      assert.deepEqual(res.json, UNAVAILABLE);
+    }
+    const ready = await timed(() => send(`${server.url}/readyz`));
+    assert.deepEqual([ready.status, ready.json], [503, UNAVAILABLE]);
+    assert.ok(ready.ms < 2_000);
+    const alive = await send(`${server.url}/healthz`);
+    assert.deepEqual([alive.status, alive.json], [200, { status: 'ok' }]);
+  });
+
+  it('serves again as soon as the database is back, without a restart', async () => {
+    await proxy.open();
+    assert.deepEqual((await send(`${server.url}/readyz`)).json, { status: 'ready' });
+    const one = await send(`${server.url}/api/v1/shop/product/${espresso.pk}`);
+    assert.deepEqual([one.status, one.json], [200, espresso]);
+    const created = await createProduct(server.url, { name: 'After the outage' });
+    const list = await send(`${server.url}/api/v1/shop/products`);
+    assert.equal(list.status, 200);
+    assert.deepEqual((list.json as Array<{ pk: number }>).at(-1), created);
+  });
+});
+
+describe('PostgreSQL silent while the service runs', { skip: postgres.skip }, () => {
+  let proxy: TcpProxy;
+  let server: RunningServer;
+  let dropDatabase: () => Promise<void> = async () => undefined;
+  let espresso: Awaited<ReturnType<typeof createProduct>>;
+
+  before(async () => {
+    ({ proxy, server, drop: dropDatabase } = await startBehindProxy());
+    espresso = await createProduct(server.url, { name: 'Espresso 1 kg', price: '12.99' });
+  });
+
+  after(async () => {
+    proxy?.thaw();
+    await server?.stop();
+    await proxy?.cut();
+    await dropDatabase();
+  });
+
+  it('answers 503 within the query time limit, not never, while no packet gets through', async () => {
+    proxy.freeze();
+    const [one, page, ready] = await Promise.all([
+      timed(() => send(`${server.url}/api/v1/shop/product/${espresso.pk}`)),
+      timed(() => send(`${server.url}/api/v2/shop/products`)),
+      timed(() => send(`${server.url}/readyz`)),
+    ]);
+    for (const res of [one, page, ready]) {
+      assert.deepEqual([res.status, res.json], [503, UNAVAILABLE]);
+      assert.ok(res.ms < 7_000, `answered after ${Math.round(res.ms)} ms`);
+    }
+    assert.equal((await timed(() => send(`${server.url}/healthz`))).status, 200);
+  });
+
+  it('serves again once packets flow, without a restart', async () => {
+    proxy.thaw();
+    assert.deepEqual((await send(`${server.url}/readyz`)).json, { status: 'ready' });
+    assert.deepEqual((await send(`${server.url}/api/v1/shop/product/${espresso.pk}`)).json, espresso);
+  });
+});
+
+describe('PostgreSQL reached by a new path after the old one went silent', { skip: postgres.skip }, () => {
+  let proxy: TcpProxy;
+  let server: RunningServer;
+  let dropDatabase: () => Promise<void> = async () => undefined;
+
+  before(async () => {
+    // One connection, so that the request after the outage can only be served by replacing it.
+    ({ proxy, server, drop: dropDatabase } = await startBehindProxy({ DB_POOL_MAX: '1' }));
+  });
+
+  after(async () => {
+    await server?.stop();
+    await proxy?.cut();
+    await dropDatabase();
+  });
+
+  it('drops the connection that timed out and serves the next request on a new one', async () => {
+    const espresso = await createProduct(server.url, { name: 'Espresso 1 kg', price: '12.99' });
+    proxy.freeze();
+    assert.equal((await send(`${server.url}/api/v1/shop/product/${espresso.pk}`)).status, 503);
+    proxy.reroute();
+    const res = await timed(() => send(`${server.url}/api/v1/shop/product/${espresso.pk}`));
+    assert.deepEqual([res.status, res.json], [200, espresso]);
+    assert.ok(res.ms < 1_000, `answered after ${Math.round(res.ms)} ms`);
+  });
+});

@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { postJson, send, type RawResponse } from '../helpers/http.js';
+import { startFreshServer, type RunningServer } from '../helpers/server.js';
+import { STORES, postgres } from '../helpers/stores.js';
+
+/** One scripted request; the same script runs against every database. */
+type Step = readonly [label: string, run: (url: string) => Promise<RawResponse>];
+
+const create = (body: object): Step[1] => (url) => postJson(`${url}/api/v1/shop/product/`, JSON.stringify(body));
+const get = (path: string): Step[1] => (url) => send(`${url}${path}`);
+
+const SCRIPT: readonly Step[] = [
+  ['empty list', get('/api/v1/shop/products')],
+  ['empty page', get('/api/v2/shop/products')],
+  ['create', create({ name: 'Espresso 1 kg', barcode: '4006381333931', price: '12.99' })],
+  ['create with a number price', create({ name: '  Crème brûlée « maison » 🍮  ', barcode: '3017620422003', price: 0.5 })],
+  ['duplicate barcode', create({ name: 'Again', barcode: '4006381333931', price: '1.00' })],
+  ['create after a conflict', create({ name: 'Tea', barcode: '5000112637922', price: '9999999999.99' })],
+  ['invalid product', create({ name: '', barcode: '4006381333932', price: '-1' })],
+  ['create after a refusal', create({ name: 'Zero', barcode: '0000000000000', price: '0' })],
+  ['one product', get('/api/v1/shop/product/2')],
+  ['missing product', get('/api/v1/shop/product/99')],
+  ['whole list', get('/api/v1/shop/products')],
+  ['first page', get('/api/v2/shop/products?limit=2')],
+  ['second page', get('/api/v2/shop/products?limit=2&offset=2')],
+  ['page past the end', get('/api/v2/shop/products?offset=50')],
+  ['bad limit', get('/api/v2/shop/products?limit=0')],
+  ['readiness', get('/readyz')],
+];
+
+describe('the same requests on every database', { skip: postgres.skip }, () => {
+  const servers = new Map<string, RunningServer>();
+  before(async () => {
+    for (const store of STORES) servers.set(store.name, await startFreshServer(store));
+  });
+  after(async () => {
+    for (const server of servers.values()) await server.stop();
+  });
+
+  it('get the same answers, byte for byte', async () => {
+    const transcripts = new Map<string, string[]>();
+    for (const [name, server] of servers) {
+      const lines: string[] = [];
+      for (const [label, run] of SCRIPT) {
+        const res = await run(server.url);
+        lines.push(`${label}: ${res.status} ${res.headers['content-type'] ?? '-'} ${res.headers.location ?? '-'} ${res.text.replaceAll(server.url, 'BASE')}`);
+      }
+      transcripts.set(name, lines);
+    }
+    const [first, ...others] = [...transcripts.values()];
+    for (const other of others) assert.deepEqual(other, first);
+  });
+});
