@@ -36,7 +36,7 @@ export class KyselyCatalogueStore implements CatalogueStore {
     this.#errors = errors;
     this.#fast = fastPaths;
     this.#findQuery = db.selectFrom('product').select(['pk', 'name', 'barcode', 'price_cents']).where('pk', '=', 0).compile();
-    this.#stateQuery = db.selectFrom('catalogue_state').select(['product_count', 'revision']).where('id', '=', 1).compile();
+    this.#stateQuery = sql<StateRow>`${sql.raw(STATE_SUMS)}`.compile(db);
     this.#pageQuery = pageQuery(0, 0).compile(db);
   }
 
@@ -84,14 +84,14 @@ export class KyselyCatalogueStore implements CatalogueStore {
   async describeCatalogue(): Promise<CatalogueSummary> {
     const read = this.#fast.readState;
     const row = read === undefined ? (await this.#run(() => this.#db.executeQuery(this.#stateQuery))).rows[0] : read();
-    if (row === undefined) throw new Error(MISSING_STATE);
+    if (row === undefined || row.product_count === null) throw new Error(MISSING_STATE);
     return { count: Number(row.product_count), revision: Number(row.revision) };
   }
 
   async readPage(offset: number, limit: number): Promise<ProductPage> {
     const { rows } = await this.#run(() => this.#db.executeQuery(withParameters(this.#pageQuery, [offset, offset, limit])));
     const first = rows[0];
-    if (first === undefined) throw new Error(MISSING_STATE);
+    if (first === undefined || first.product_count === null) throw new Error(MISSING_STATE);
     const products = first.pk === null ? [] : rows.map((row) => toProduct(row as ProductRow));
     return { count: Number(first.product_count), revision: Number(first.revision), products };
   }
@@ -143,7 +143,10 @@ export class KyselyCatalogueStore implements CatalogueStore {
   }
 }
 
-const MISSING_STATE = 'The catalogue_state row is missing; run the migrations.';
+const MISSING_STATE = 'The catalogue_state rows are missing; run the migrations.';
+
+/** The count and the revision: sums over the slots of `catalogue_state` (see migration 0002). */
+export const STATE_SUMS = 'SELECT sum(product_count) AS product_count, sum(revision) AS revision FROM catalogue_state';
 
 /**
  * One page with the count and revision, in one statement so that all three come from one snapshot on
@@ -154,19 +157,18 @@ const MISSING_STATE = 'The catalogue_state row is missing; run the migrations.';
 function pageQuery(offset: number, limit: number) {
   return sql<PageRow>`
     SELECT s.product_count, s.revision, p.pk, p.name, p.barcode, p.price_cents
-    FROM catalogue_state s
+    FROM (${sql.raw(STATE_SUMS)}) s
     LEFT JOIN (
       SELECT pk, name, barcode, price_cents FROM product
       WHERE pk >= CASE
         WHEN (SELECT max(pk) FROM product) - (SELECT min(pk) FROM product) + 1
-             = (SELECT product_count FROM catalogue_state WHERE id = 1)
+             = (SELECT sum(product_count) FROM catalogue_state)
           THEN (SELECT min(pk) FROM product) + ${offset}
         ELSE (SELECT pk FROM product ORDER BY pk LIMIT 1 OFFSET ${offset})
       END
       ORDER BY pk
       LIMIT ${limit}
     ) p ON 1 = 1
-    WHERE s.id = 1
     ORDER BY p.pk`;
 }
 
@@ -175,15 +177,15 @@ function withParameters<R>(query: CompiledQuery<R>, parameters: readonly unknown
 }
 
 export interface StateRow {
-  product_count: number | string | bigint;
-  revision: number | string | bigint;
+  product_count: number | string | bigint | null;
+  revision: number | string | bigint | null;
 }
 
 export type ProductRow = Pick<Selectable<ProductTable>, 'pk' | 'name' | 'barcode' | 'price_cents'>;
 
 interface PageRow {
-  product_count: number | string | bigint;
-  revision: number | string | bigint;
+  product_count: number | string | bigint | null;
+  revision: number | string | bigint | null;
   pk: number | string | null;
   name: string | null;
   barcode: string | null;

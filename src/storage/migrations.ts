@@ -26,15 +26,21 @@ function migrationsFor(dialect: DialectKind): Record<string, Migration> {
     },
     '0002_catalogue_state': {
       // The count and a revision kept by the database itself, so that `count` never scans the table and
-      // every instance sharing the database sees a write change the revision (caches, ETags).
+      // every instance sharing the database sees a write change the revision (caches, ETags). They are
+      // the sums over a few slots: on PostgreSQL each connection bumps its own slot, so concurrent
+      // inserts do not queue on one row lock until commit. Every write raises one slot's revision, so
+      // the sum rises with every write.
       async up(db: Kysely<unknown>): Promise<void> {
         await db.schema
           .createTable('catalogue_state')
-          .addColumn('id', 'integer', (col) => col.primaryKey().check(sql`id = 1`))
+          .addColumn('id', 'integer', (col) => col.primaryKey().check(sql`id >= 0 AND id < ${sql.lit(STATE_SLOTS)}`))
           .addColumn('product_count', 'bigint', (col) => col.notNull())
           .addColumn('revision', 'bigint', (col) => col.notNull())
           .execute();
-        await sql`INSERT INTO catalogue_state (id, product_count, revision) SELECT 1, COUNT(*), 0 FROM product`.execute(db);
+        await sql`INSERT INTO catalogue_state (id, product_count, revision) SELECT 0, COUNT(*), 0 FROM product`.execute(db);
+        for (let slot = 1; slot < STATE_SLOTS; slot++) {
+          await sql`INSERT INTO catalogue_state (id, product_count, revision) VALUES (${sql.lit(slot)}, 0, 0)`.execute(db);
+        }
         for (const statement of dialect === 'sqlite' ? SQLITE_STATE_TRIGGERS : POSTGRES_STATE_TRIGGERS) {
           await sql.raw(statement).execute(db);
         }
@@ -55,29 +61,35 @@ function migrationsFor(dialect: DialectKind): Record<string, Migration> {
   };
 }
 
+/** Rows of `catalogue_state` whose sums are the count and the revision. */
+const STATE_SLOTS = 16;
+
+// SQLite has one writer at a time: slot 0 is enough.
 const SQLITE_STATE_TRIGGERS = [
   `CREATE TRIGGER product_state_insert AFTER INSERT ON product BEGIN
-     UPDATE catalogue_state SET product_count = product_count + 1, revision = revision + 1 WHERE id = 1;
+     UPDATE catalogue_state SET product_count = product_count + 1, revision = revision + 1 WHERE id = 0;
    END`,
   `CREATE TRIGGER product_state_update AFTER UPDATE ON product BEGIN
-     UPDATE catalogue_state SET revision = revision + 1 WHERE id = 1;
+     UPDATE catalogue_state SET revision = revision + 1 WHERE id = 0;
    END`,
   `CREATE TRIGGER product_state_delete AFTER DELETE ON product BEGIN
-     UPDATE catalogue_state SET product_count = product_count - 1, revision = revision + 1 WHERE id = 1;
+     UPDATE catalogue_state SET product_count = product_count - 1, revision = revision + 1 WHERE id = 0;
    END`,
 ];
 
 const POSTGRES_STATE_TRIGGERS = [
   `CREATE FUNCTION catalogue_state_bump() RETURNS trigger LANGUAGE plpgsql AS $$
+   DECLARE
+     slot integer := pg_backend_pid() % ${STATE_SLOTS};
    BEGIN
      IF TG_OP = 'INSERT' THEN
-       UPDATE catalogue_state SET product_count = product_count + 1, revision = revision + 1 WHERE id = 1;
+       UPDATE catalogue_state SET product_count = product_count + 1, revision = revision + 1 WHERE id = slot;
      ELSIF TG_OP = 'DELETE' THEN
-       UPDATE catalogue_state SET product_count = product_count - 1, revision = revision + 1 WHERE id = 1;
+       UPDATE catalogue_state SET product_count = product_count - 1, revision = revision + 1 WHERE id = slot;
      ELSIF TG_OP = 'TRUNCATE' THEN
-       UPDATE catalogue_state SET product_count = 0, revision = revision + 1 WHERE id = 1;
+       UPDATE catalogue_state SET product_count = 0, revision = revision + 1;
      ELSE
-       UPDATE catalogue_state SET revision = revision + 1 WHERE id = 1;
+       UPDATE catalogue_state SET revision = revision + 1 WHERE id = slot;
      END IF;
      RETURN NULL;
    END $$`,

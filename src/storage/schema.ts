@@ -6,7 +6,7 @@ export interface Database {
   catalogue_state: CatalogueStateTable;
 }
 
-/** One row (id 1) kept by triggers on `product`: see migration 0002. */
+/** Slots kept by triggers on `product`; the count and revision are their sums (see migration 0002). */
 export interface CatalogueStateTable {
   id: number;
   product_count: number | string | bigint;

@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import type { Database } from '../schema.js';
-import type { DialectErrors, DialectFastPaths, ProductRow, StateRow } from '../kysely-store.js';
+import { STATE_SUMS, type DialectErrors, type DialectFastPaths, type ProductRow, type StateRow } from '../kysely-store.js';
 import { GroupInsert } from './group-insert.js';
 import { withStatementCache } from './statement-cache.js';
 
@@ -41,7 +41,7 @@ export function openSqlite(path: string): { db: Kysely<Database>; fastPaths: Dia
     (prepared ??= {
       groupInsert: new GroupInsert(database),
       find: database.prepare('SELECT pk, name, barcode, price_cents FROM product WHERE pk = ?'),
-      state: database.prepare('SELECT product_count, revision FROM catalogue_state WHERE id = 1'),
+      state: database.prepare(STATE_SUMS),
     });
   return {
     db: new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) }),
