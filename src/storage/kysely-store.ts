@@ -146,7 +146,7 @@ export class KyselyCatalogueStore implements CatalogueStore {
 const MISSING_STATE = 'The catalogue_state rows are missing; run the migrations.';
 
 /** The count and the revision: sums over the slots of `catalogue_state` (see migration 0002). */
-export const STATE_SUMS = 'SELECT sum(product_count) AS product_count, sum(revision) AS revision FROM catalogue_state';
+const STATE_SUMS = 'SELECT sum(product_count) AS product_count, sum(revision) AS revision FROM catalogue_state';
 
 /**
  * One page with the count and revision, in one statement so that all three come from one snapshot on

@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import type { Database } from '../schema.js';
-import { STATE_SUMS, type DialectErrors, type DialectFastPaths, type ProductRow, type StateRow } from '../kysely-store.js';
+import type { DialectErrors, DialectFastPaths, ProductRow, StateRow } from '../kysely-store.js';
 import { GroupInsert } from './group-insert.js';
 import { withStatementCache } from './statement-cache.js';
 
@@ -41,7 +41,8 @@ export function openSqlite(path: string): { db: Kysely<Database>; fastPaths: Dia
     (prepared ??= {
       groupInsert: new GroupInsert(database),
       find: database.prepare('SELECT pk, name, barcode, price_cents FROM product WHERE pk = ?'),
-      state: database.prepare(STATE_SUMS),
+      // SQLite's triggers keep everything in slot 0 (one writer at a time), so one row is the sum.
+      state: database.prepare('SELECT product_count, revision FROM catalogue_state WHERE id = 0'),
     });
   return {
     db: new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) }),
