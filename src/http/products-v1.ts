@@ -10,12 +10,20 @@ import Type from 'typebox';
 import { createProductOnce } from './idempotency.js';
 import { HttpProblem } from './problem.js';
 import { resource } from './resource.js';
+import { RevisionCache } from './revision-cache.js';
+import { sendTagged, serializeOk, tagBody } from './conditional.js';
 import { STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
 import { ProductListSchema } from './schemas.js';
 import { productWire } from './wire.js';
 
 /** Rows fetched per query while the whole list is streamed. */
-const LIST_BATCH = 500;
+const LIST_BATCH = 2_000;
+
+/**
+ * Lists of up to this many products are also kept whole for the revision they were read at; longer
+ * ones are only ever streamed, so memory stays flat however large the catalogue grows.
+ */
+const CACHED_LIST_MAX_PRODUCTS = 50_000;
 
 export interface ProductsV1Options {
   readonly store: CatalogueStore;
@@ -24,6 +32,8 @@ export interface ProductsV1Options {
 
 /** v1: the whole catalogue in one array, one product by `pk`, and creation. */
 export async function productsV1(app: FastifyInstance, { store, cors }: ProductsV1Options): Promise<void> {
+  const lists = new RevisionCache<string>(CACHED_LIST_MAX_PRODUCTS * 400, (text) => text.length);
+
   resource(app, cors, '/api/v1/shop/products', {
     GET: {
       options: {
@@ -39,8 +49,18 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
         // HEAD needs only the headers (the same as GET's: chunked, no length); do not read the catalogue.
         if (request.method === 'HEAD') return reply.send(Readable.from([]));
         // Read before the status line goes out, so an unreachable database is still a 503.
+        const before = await store.describeCatalogue();
+        const cached = lists.get(before.revision, 'list');
+        if (cached !== undefined) return reply.send(Readable.from([cached]));
         const firstBatch = await store.listProductsAfter(0, LIST_BATCH);
-        return reply.send(Readable.from(streamList(store, firstBatch)));
+        // Few chunks in flight per response: memory per slow client stays near one batch.
+        if (before.count > CACHED_LIST_MAX_PRODUCTS) return reply.send(Readable.from(streamList(store, firstBatch), { highWaterMark: 2 }));
+        const keep = async (text: string): Promise<void> => {
+          // Batches are separate reads: the text is one snapshot only if no write came in between.
+          const after = await store.describeCatalogue();
+          if (after.revision === before.revision) lists.set(before.revision, 'list', text);
+        };
+        return reply.send(Readable.from(streamList(store, firstBatch, keep), { highWaterMark: 2 }));
       },
     },
   });
@@ -50,6 +70,7 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
       options: {
         schema: {
           summary: 'One product by its pk',
+          description: 'Carries a strong ETag; send it back in If-None-Match for a 304 without a body while the product is unchanged.',
           tags: ['v1'],
           params: Type.Object({
             pk: Type.String({
@@ -59,16 +80,17 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
           }),
           response: {
             200: jsonResponse('The product.', Type.Ref('Product')),
+            304: { description: 'Not modified: the ETag in If-None-Match is still current. No body.', type: 'null' },
             404: problemResponse('No product has this pk (or the pk is not a positive decimal integer).'),
             503: STORE_UNAVAILABLE,
           },
         },
       },
-      handler: async (request) => {
+      handler: async (request, reply) => {
         const { pk } = request.params as { pk: string };
         const product = await store.findProduct(parsePk(pk));
         if (product === undefined) throw new HttpProblem(404, `No product has pk ${pk}.`);
-        return productWire(product);
+        return sendTagged(request, reply, tagBody(serializeOk(reply, productWire(product))));
       },
     },
   });
@@ -151,21 +173,28 @@ function parsePk(text: string): number {
 
 /**
  * The list as JSON text, fetched in keyset batches so that neither the whole table nor a long-held
- * database connection is needed, whatever the catalogue's size.
+ * database connection is needed, whatever the catalogue's size. `whole`, when given, receives the
+ * complete text once the last chunk is out.
  */
-async function* streamList(store: CatalogueStore, firstBatch: readonly Product[]): AsyncGenerator<string> {
+async function* streamList(store: CatalogueStore, firstBatch: readonly Product[], whole?: (text: string) => Promise<void>): AsyncGenerator<string> {
+  const chunks: string[] | undefined = whole === undefined ? undefined : [];
+  const emit = (chunk: string): string => {
+    chunks?.push(chunk);
+    return chunk;
+  };
   let batch = firstBatch;
   let first = true;
-  yield '[';
+  yield emit('[');
   while (batch.length > 0) {
     let chunk = '';
     for (const product of batch) {
       chunk += (first ? '' : ',') + JSON.stringify(productWire(product));
       first = false;
     }
-    yield chunk;
+    yield emit(chunk);
     if (batch.length < LIST_BATCH) break;
     batch = await store.listProductsAfter(batch[batch.length - 1]!.pk, LIST_BATCH);
   }
-  yield ']';
+  yield emit(']');
+  if (whole !== undefined && chunks !== undefined) await whole(chunks.join(''));
 }

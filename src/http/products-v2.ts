@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import type { Pagination } from '../config.js';
-import type { CatalogueStore } from '../storage/store.js';
+import type { CatalogueStore, ProductPage } from '../storage/store.js';
 import type { CorsSettings } from './cors.js';
 import {
   PAGE_NUMBER_SIZE,
@@ -12,10 +12,15 @@ import {
 } from './pagination.js';
 import { HttpProblem } from './problem.js';
 import { resource } from './resource.js';
+import { RevisionCache } from './revision-cache.js';
+import { sendTagged, serializeOk, tagBody, type TaggedBody } from './conditional.js';
 import { STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
 import type { PageWire } from './schemas.js';
-import { requestAddress } from './request-address.js';
+import { requestAddress, type RequestAddress } from './request-address.js';
 import { pageItemWire } from './wire.js';
+
+/** Memory for serialized pages of the current revision (about 4,000 pages of 100). */
+const PAGE_CACHE_BYTES = 32 * 1024 * 1024;
 
 export interface ProductsV2Options {
   readonly store: CatalogueStore;
@@ -50,6 +55,9 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
           ),
         });
 
+  // Serialized pages of the current revision: a hit costs one single-row read of the revision.
+  const cache = new RevisionCache<TaggedBody>(PAGE_CACHE_BYTES, (tagged) => tagged.body.length);
+
   resource(app, cors, '/api/v2/shop/products', {
     GET: {
       options: {
@@ -59,6 +67,8 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
         schema: {
           summary: `One page of products (${pagination} style)`,
           description: [
+            'Carries a strong ETag; send it back in If-None-Match for a 304 without a body while the catalogue is unchanged.',
+            '',
             `This deployment pages by ${pagination === 'limit-offset' ? '`limit` and `offset`' : '`page` number'} (setting PAGINATION; the other style is \`${pagination === 'limit-offset' ? 'page-number' : 'limit-offset'}\`).`,
             '`next` and `previous` are absolute URLs that keep the other query parameters, or null. Unknown parameters are ignored.',
             '',
@@ -68,41 +78,83 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
           querystring,
           response: {
             200: jsonResponse('One page; `results` hold exactly name, price and barcode, in pk order.', Type.Ref('Page')),
+            304: { description: 'Not modified: the ETag in If-None-Match is still current. No body.', type: 'null' },
             400: problemResponse('A paging parameter is not valid; `errors` names it.'),
             ...(pagination === 'page-number' ? { 404: problemResponse('The page is past the last page.') } : {}),
             503: STORE_UNAVAILABLE,
           },
         },
       },
-      handler: async (request) =>
-        pagination === 'limit-offset' ? limitOffsetPage(request, store, options) : pageNumberPage(request, store),
+      handler: async (request, reply) => {
+        // Only valid requests are cached, so a hit needs no parsing of the query.
+        const key = cacheKey(request);
+        const { revision, count } = await store.describeCatalogue();
+        const cached = key === undefined ? undefined : cache.get(revision, key);
+        if (cached !== undefined) return sendTagged(request, reply, cached);
+
+        const address = requestAddress(request);
+        const pageRequest = pagination === 'limit-offset' ? limitOffsetRequest(address.params, options) : pageNumberRequest(address.params);
+        const window = pageRequest.window(count);
+        const page = await store.readPage(window.offset, window.limit);
+        const tagged = tagBody(serializeOk(reply, pageRequest.body(page, address)));
+        if (key !== undefined) cache.set(page.revision, key, tagged);
+        return sendTagged(request, reply, tagged);
+      },
     },
   });
 }
 
-async function limitOffsetPage(request: FastifyRequest, store: CatalogueStore, options: ProductsV2Options): Promise<PageWire> {
-  const { base, path, params } = requestAddress(request);
-  const parsed = parseLimitOffset(params, options.pageSize, options.maxLimit);
-  if (!parsed.ok) throw new HttpProblem(400, 'The page parameters are not valid.', { errors: parsed.errors });
-  const count = await store.countProducts();
-  const { limit, offset } = parsed.value;
-  const products = offset >= count ? [] : await store.listProducts(offset, limit);
-  const links = limitOffsetLinks(base, path, params, parsed.value, count);
-  return { count, ...links, results: products.map(pageItemWire) };
+/**
+ * The page's address as its links will be written: the Host and the target as sent. `undefined` where
+ * the links would depend on more than that (no Host, or an absolute-form target): such pages are not cached.
+ */
+function cacheKey(request: FastifyRequest): string | undefined {
+  const host = request.headers.host;
+  return host === undefined || !request.url.startsWith('/') ? undefined : `${request.protocol}://${host}${request.url}`;
 }
 
-async function pageNumberPage(request: FastifyRequest, store: CatalogueStore): Promise<PageWire> {
-  const { base, path, params } = requestAddress(request);
+/** One style's reading of a page request: which rows it needs, and the page built from them. */
+interface PageRequest {
+  /** The rows to read, given the count just read (page-number style needs it for `last`). */
+  window(count: number): { offset: number; limit: number };
+  /** @throws HttpProblem 404 when the page does not exist at the count read with the rows. */
+  body(page: ProductPage, address: RequestAddress): PageWire;
+}
+
+function limitOffsetRequest(params: URLSearchParams, options: ProductsV2Options): PageRequest {
+  const parsed = parseLimitOffset(params, options.pageSize, options.maxLimit);
+  if (!parsed.ok) throw new HttpProblem(400, 'The page parameters are not valid.', { errors: parsed.errors });
+  const { limit, offset } = parsed.value;
+  return {
+    window: () => ({ offset, limit }),
+    body: (page, { base, path }) => ({
+      count: page.count,
+      ...limitOffsetLinks(base, path, params, parsed.value, page.count),
+      results: page.products.map(pageItemWire),
+    }),
+  };
+}
+
+function pageNumberRequest(params: URLSearchParams): PageRequest {
   const parsed = parsePage(params);
   if (!parsed.ok) throw new HttpProblem(400, 'The page parameter is not valid.', { errors: parsed.errors });
-  const count = await store.countProducts();
-  const lastPage = Math.max(1, Math.ceil(count / PAGE_NUMBER_SIZE));
-  const page = parsed.value === 'last' ? lastPage : parsed.value;
-  if (page > lastPage) {
-    // The page as written: a number too large to hold exactly is still named as the client sent it.
-    throw new HttpProblem(404, `Page ${params.get('page')} does not exist; the last page is ${lastPage}.`);
-  }
-  const products = await store.listProducts((page - 1) * PAGE_NUMBER_SIZE, PAGE_NUMBER_SIZE);
-  const links = pageNumberLinks(base, path, params, page, lastPage);
-  return { count, ...links, results: products.map(pageItemWire) };
+  const pageFor = (count: number): { page: number; lastPage: number } => {
+    const lastPage = Math.max(1, Math.ceil(count / PAGE_NUMBER_SIZE));
+    return { page: parsed.value === 'last' ? lastPage : parsed.value, lastPage };
+  };
+  return {
+    window: (count) => {
+      // A page past the last reads nothing; its 404 is decided with the rows' own count.
+      const { page, lastPage } = pageFor(count);
+      return page > lastPage ? { offset: count, limit: 1 } : { offset: (page - 1) * PAGE_NUMBER_SIZE, limit: PAGE_NUMBER_SIZE };
+    },
+    body: (rows, { base, path }) => {
+      const { page, lastPage } = pageFor(rows.count);
+      if (page > lastPage) {
+        // The page as written: a number too large to hold exactly is still named as the client sent it.
+        throw new HttpProblem(404, `Page ${params.get('page')} does not exist; the last page is ${lastPage}.`);
+      }
+      return { count: rows.count, ...pageNumberLinks(base, path, params, page, lastPage), results: rows.products.map(pageItemWire) };
+    },
+  };
 }

@@ -1,7 +1,7 @@
-import type { Kysely, Selectable } from 'kysely';
+import { sql, type CompiledQuery, type Kysely, type Selectable } from 'kysely';
 import type { NewProduct, Product } from '../catalogue/product.js';
 import { DuplicateBarcodeError, StoreUnavailableError } from '../catalogue/errors.js';
-import type { CatalogueStore, IdempotencyRecord, KeyedCreation, PoolStats } from './store.js';
+import type { CatalogueStore, CatalogueSummary, IdempotencyRecord, KeyedCreation, PoolStats, ProductPage } from './store.js';
 import type { Database, ProductTable } from './schema.js';
 
 /** What differs between databases once the queries are shared: how their errors read. */
@@ -13,25 +13,47 @@ export interface DialectErrors {
 export interface KyselyStoreOptions {
   /** Reads the driver's connection pool, where there is one. */
   readonly poolStats?: () => PoolStats;
+  readonly fastPaths?: DialectFastPaths;
 }
 
 /** Rows per statement when many are read or written at once; well under every database's parameter limit. */
 const ROWS_PER_STATEMENT = 500;
+
+/**
+ * A dialect's own ways to run the hottest statements, where they beat going through Kysely (SQLite:
+ * group commit, and reads straight from prepared statements). Each must behave exactly as the shared
+ * query it replaces; inserts must settle only once the row is durable and reject with the driver's error.
+ */
+export interface DialectFastPaths {
+  readonly insertProduct?: (product: NewProduct) => Promise<ProductRow>;
+  readonly findProduct?: (pk: number) => ProductRow | undefined;
+  readonly readState?: () => StateRow | undefined;
+}
 
 /** The one implementation of `CatalogueStore`, over any database Kysely speaks to. */
 export class KyselyCatalogueStore implements CatalogueStore {
   readonly #db: Kysely<Database>;
   readonly #errors: DialectErrors;
   readonly #poolStats: (() => PoolStats) | undefined;
+  readonly #fast: DialectFastPaths;
+  // The reads every request makes, compiled to SQL once; each call only binds new parameters.
+  readonly #findQuery: CompiledQuery<ProductRow>;
+  readonly #stateQuery: CompiledQuery<StateRow>;
+  readonly #pageQuery: CompiledQuery<PageRow>;
 
   constructor(db: Kysely<Database>, errors: DialectErrors, options: KyselyStoreOptions = {}) {
     this.#db = db;
     this.#errors = errors;
     this.#poolStats = options.poolStats;
+    this.#fast = options.fastPaths ?? {};
+    this.#findQuery = db.selectFrom('product').select(['pk', 'name', 'barcode', 'price_cents']).where('pk', '=', 0).compile();
+    this.#stateQuery = sql<StateRow>`${sql.raw(STATE_SUMS)}`.compile(db);
+    this.#pageQuery = pageQuery(0, 0).compile(db);
   }
 
   async createProduct(product: NewProduct): Promise<Product> {
     try {
+      if (this.#fast.insertProduct !== undefined) return toProduct(await this.#fast.insertProduct(product));
       // Inserting only when the barcode is free, rather than letting the unique index refuse the row,
       // keeps a refused product from using up a pk on PostgreSQL (a sequence value is drawn before the
       // index is checked), so pks come out the same on every database. The index still decides races.
@@ -61,17 +83,28 @@ export class KyselyCatalogueStore implements CatalogueStore {
   }
 
   async findProduct(pk: number): Promise<Product | undefined> {
-    const row = await this.#run(() =>
-      this.#db.selectFrom('product').select(['pk', 'name', 'barcode', 'price_cents']).where('pk', '=', pk).executeTakeFirst(),
-    );
+    const find = this.#fast.findProduct;
+    const row = find === undefined ? (await this.#run(() => this.#db.executeQuery(withParameters(this.#findQuery, [pk])))).rows[0] : find(pk);
     return row === undefined ? undefined : toProduct(row);
   }
 
   async countProducts(): Promise<number> {
-    const row = await this.#run(() =>
-      this.#db.selectFrom('product').select((eb) => eb.fn.countAll<number | string | bigint>().as('count')).executeTakeFirstOrThrow(),
-    );
-    return Number(row.count);
+    return (await this.describeCatalogue()).count;
+  }
+
+  async describeCatalogue(): Promise<CatalogueSummary> {
+    const read = this.#fast.readState;
+    const row = read === undefined ? (await this.#run(() => this.#db.executeQuery(this.#stateQuery))).rows[0] : read();
+    if (row === undefined || row.product_count === null) throw new Error(MISSING_STATE);
+    return { count: Number(row.product_count), revision: Number(row.revision) };
+  }
+
+  async readPage(offset: number, limit: number): Promise<ProductPage> {
+    const { rows } = await this.#run(() => this.#db.executeQuery(withParameters(this.#pageQuery, [offset, offset, limit])));
+    const first = rows[0];
+    if (first === undefined || first.product_count === null) throw new Error(MISSING_STATE);
+    const products = first.pk === null ? [] : rows.map((row) => toProduct(row as ProductRow));
+    return { count: Number(first.product_count), revision: Number(first.revision), products };
   }
 
   async listProducts(offset: number, limit: number): Promise<Product[]> {
@@ -200,7 +233,56 @@ export class KyselyCatalogueStore implements CatalogueStore {
   }
 }
 
-function toProduct(row: Pick<Selectable<ProductTable>, 'pk' | 'name' | 'barcode' | 'price_cents'>): Product {
+const MISSING_STATE = 'The catalogue_state rows are missing; run the migrations.';
+
+/** The count and the revision: sums over the slots of `catalogue_state` (see migration 0002). */
+const STATE_SUMS = 'SELECT sum(product_count) AS product_count, sum(revision) AS revision FROM catalogue_state';
+
+/**
+ * One page with the count and revision, in one statement so that all three come from one snapshot on
+ * every database. When max - min + 1 equals the count there are no gaps and the first pk is
+ * min + offset; otherwise the offset walks the pk index alone. min() and max() each stay single index
+ * lookups. Parameters, in order: offset, offset, limit.
+ */
+function pageQuery(offset: number, limit: number) {
+  return sql<PageRow>`
+    SELECT s.product_count, s.revision, p.pk, p.name, p.barcode, p.price_cents
+    FROM (${sql.raw(STATE_SUMS)}) s
+    LEFT JOIN (
+      SELECT pk, name, barcode, price_cents FROM product
+      WHERE pk >= CASE
+        WHEN (SELECT max(pk) FROM product) - (SELECT min(pk) FROM product) + 1
+             = (SELECT sum(product_count) FROM catalogue_state)
+          THEN (SELECT min(pk) FROM product) + ${offset}
+        ELSE (SELECT pk FROM product ORDER BY pk LIMIT 1 OFFSET ${offset})
+      END
+      ORDER BY pk
+      LIMIT ${limit}
+    ) p ON 1 = 1
+    ORDER BY p.pk`;
+}
+
+function withParameters<R>(query: CompiledQuery<R>, parameters: readonly unknown[]): CompiledQuery<R> {
+  return { ...query, parameters };
+}
+
+export interface StateRow {
+  product_count: number | string | bigint | null;
+  revision: number | string | bigint | null;
+}
+
+export type ProductRow = Pick<Selectable<ProductTable>, 'pk' | 'name' | 'barcode' | 'price_cents'>;
+
+interface PageRow {
+  product_count: number | string | bigint | null;
+  revision: number | string | bigint | null;
+  pk: number | string | null;
+  name: string | null;
+  barcode: string | null;
+  price_cents: number | string | bigint | null;
+}
+
+function toProduct(row: ProductRow): Product {
   // PostgreSQL returns bigint columns as strings; every value here is below 2^53.
   return { pk: Number(row.pk), name: row.name, barcode: row.barcode, priceCents: Number(row.price_cents) };
 }

@@ -24,6 +24,40 @@ function migrationsFor(dialect: DialectKind): Record<string, Migration> {
         await db.schema.dropTable('product').execute();
       },
     },
+    '0002_catalogue_state': {
+      // The count and a revision kept by the database itself, so that `count` never scans the table and
+      // every instance sharing the database sees a write change the revision (caches, ETags). They are
+      // the sums over a few slots: on PostgreSQL each connection bumps its own slot, so concurrent
+      // inserts do not queue on one row lock until commit. Every write raises one slot's revision, so
+      // the sum rises with every write.
+      async up(db: Kysely<unknown>): Promise<void> {
+        await db.schema
+          .createTable('catalogue_state')
+          .addColumn('id', 'integer', (col) => col.primaryKey().check(sql`id >= 0 AND id < ${sql.lit(STATE_SLOTS)}`))
+          .addColumn('product_count', 'bigint', (col) => col.notNull())
+          .addColumn('revision', 'bigint', (col) => col.notNull())
+          .execute();
+        await sql`INSERT INTO catalogue_state (id, product_count, revision) SELECT 0, COUNT(*), 0 FROM product`.execute(db);
+        for (let slot = 1; slot < STATE_SLOTS; slot++) {
+          await sql`INSERT INTO catalogue_state (id, product_count, revision) VALUES (${sql.lit(slot)}, 0, 0)`.execute(db);
+        }
+        for (const statement of dialect === 'sqlite' ? SQLITE_STATE_TRIGGERS : POSTGRES_STATE_TRIGGERS) {
+          await sql.raw(statement).execute(db);
+        }
+      },
+      async down(db: Kysely<unknown>): Promise<void> {
+        if (dialect === 'sqlite') {
+          for (const name of ['product_state_insert', 'product_state_update', 'product_state_delete']) {
+            await sql.raw(`DROP TRIGGER IF EXISTS ${name}`).execute(db);
+          }
+        } else {
+          await sql.raw('DROP TRIGGER IF EXISTS product_state_row ON product').execute(db);
+          await sql.raw('DROP TRIGGER IF EXISTS product_state_truncate ON product').execute(db);
+          await sql.raw('DROP FUNCTION IF EXISTS catalogue_state_bump()').execute(db);
+        }
+        await db.schema.dropTable('catalogue_state').execute();
+      },
+    },
     '0003_idempotency': {
       async up(db: Kysely<unknown>): Promise<void> {
         await db.schema
@@ -42,6 +76,42 @@ function migrationsFor(dialect: DialectKind): Record<string, Migration> {
     },
   };
 }
+
+/** Rows of `catalogue_state` whose sums are the count and the revision. */
+const STATE_SLOTS = 16;
+
+// SQLite has one writer at a time: slot 0 is enough.
+const SQLITE_STATE_TRIGGERS = [
+  `CREATE TRIGGER product_state_insert AFTER INSERT ON product BEGIN
+     UPDATE catalogue_state SET product_count = product_count + 1, revision = revision + 1 WHERE id = 0;
+   END`,
+  `CREATE TRIGGER product_state_update AFTER UPDATE ON product BEGIN
+     UPDATE catalogue_state SET revision = revision + 1 WHERE id = 0;
+   END`,
+  `CREATE TRIGGER product_state_delete AFTER DELETE ON product BEGIN
+     UPDATE catalogue_state SET product_count = product_count - 1, revision = revision + 1 WHERE id = 0;
+   END`,
+];
+
+const POSTGRES_STATE_TRIGGERS = [
+  `CREATE FUNCTION catalogue_state_bump() RETURNS trigger LANGUAGE plpgsql AS $$
+   DECLARE
+     slot integer := pg_backend_pid() % ${STATE_SLOTS};
+   BEGIN
+     IF TG_OP = 'INSERT' THEN
+       UPDATE catalogue_state SET product_count = product_count + 1, revision = revision + 1 WHERE id = slot;
+     ELSIF TG_OP = 'DELETE' THEN
+       UPDATE catalogue_state SET product_count = product_count - 1, revision = revision + 1 WHERE id = slot;
+     ELSIF TG_OP = 'TRUNCATE' THEN
+       UPDATE catalogue_state SET product_count = 0, revision = revision + 1;
+     ELSE
+       UPDATE catalogue_state SET revision = revision + 1 WHERE id = slot;
+     END IF;
+     RETURN NULL;
+   END $$`,
+  'CREATE TRIGGER product_state_row AFTER INSERT OR UPDATE OR DELETE ON product FOR EACH ROW EXECUTE FUNCTION catalogue_state_bump()',
+  'CREATE TRIGGER product_state_truncate AFTER TRUNCATE ON product FOR EACH STATEMENT EXECUTE FUNCTION catalogue_state_bump()',
+];
 
 class InCodeMigrations implements MigrationProvider {
   readonly #dialect: DialectKind;

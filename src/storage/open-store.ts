@@ -3,7 +3,7 @@ import type { DatabaseLocation } from '../config.js';
 import { KyselyCatalogueStore } from './kysely-store.js';
 import { migrateToLatest } from './migrations.js';
 import { connectPostgres, postgresErrors, postgresPoolStats } from './postgres/connect.js';
-import { connectSqlite, sqliteErrors } from './sqlite/connect.js';
+import { openSqlite, sqliteErrors } from './sqlite/connect.js';
 import type { CatalogueStore } from './store.js';
 import type { Database } from './schema.js';
 
@@ -56,8 +56,8 @@ function connect(
   purpose: 'serve' | 'migrate',
 ): { db: Kysely<Database>; store: CatalogueStore } {
   if (location.kind === 'sqlite') {
-    const db = connectSqlite(location.path);
-    return { db, store: new KyselyCatalogueStore(db, sqliteErrors) };
+    const { db, fastPaths } = openSqlite(location.path);
+    return { db, store: new KyselyCatalogueStore(db, sqliteErrors, { fastPaths }) };
   }
   const db = connectPostgres(location.url, {
     poolMax: options.poolMax ?? DEFAULT_POOL_MAX,

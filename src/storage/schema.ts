@@ -4,6 +4,14 @@ import type { Generated } from 'kysely';
 export interface Database {
   product: ProductTable;
   idempotency_key: IdempotencyKeyTable;
+  catalogue_state: CatalogueStateTable;
+}
+
+/** Slots kept by triggers on `product`; the count and revision are their sums (see migration 0002). */
+export interface CatalogueStateTable {
+  id: number;
+  product_count: number | string | bigint;
+  revision: number | string | bigint;
 }
 
 export interface ProductTable {

@@ -1,5 +1,16 @@
 import type { NewProduct, Product } from '../catalogue/product.js';
 
+/** The catalogue's size and its revision: a number every write to the catalogue increases. */
+export interface CatalogueSummary {
+  readonly count: number;
+  readonly revision: number;
+}
+
+/** A page of products with the count and revision of the very snapshot it was read from. */
+export interface ProductPage extends CatalogueSummary {
+  readonly products: Product[];
+}
+
 /**
  * The catalogue's storage, the same for every database.
  *
@@ -16,8 +27,21 @@ export interface CatalogueStore {
   /** The product with this `pk`, or `undefined`. */
   findProduct(pk: number): Promise<Product | undefined>;
 
-  /** How many products the catalogue holds. */
+  /** How many products the catalogue holds, read from a counter the writes keep (never a table scan). */
   countProducts(): Promise<number>;
+
+  /**
+   * The count and revision, read together. Every instance sharing the database sees the revision
+   * change after any write, so it can key caches and ETags.
+   */
+  describeCatalogue(): Promise<CatalogueSummary>;
+
+  /**
+   * Up to `limit` products after skipping `offset`, in `pk` order, with the count and revision of the
+   * same snapshot. The offset is resolved through the `pk` index: when pks are dense (no gaps), in
+   * constant time, otherwise by walking the index only.
+   */
+  readPage(offset: number, limit: number): Promise<ProductPage>;
 
   /** Up to `limit` products after skipping `offset` of them, in `pk` order. */
   listProducts(offset: number, limit: number): Promise<Product[]>;

@@ -39,3 +39,26 @@ for (const testStore of STORES) {
     });
   });
 }
+
+for (const testStore of STORES) {
+  describe(`creates with and without Idempotency-Key at once [${testStore.name}]`, { skip: testStore.skip }, () => {
+    let server: RunningServer;
+    before(async () => {
+      server = await startFreshServer(testStore);
+    });
+    after(() => server.stop());
+
+    it('keyed creates (each in its own transaction) and grouped plain creates never disturb each other', async () => {
+      const before = await listAll(server.url);
+      const sent = Array.from({ length: 40 }, (_, i) => ({ name: `Mixed ${i}`, barcode: uniqueBarcode(), price: '1.00', keyed: i % 2 === 0 }));
+      const answers = await Promise.all(
+        sent.map(({ keyed, ...product }, i) =>
+          postJson(`${server.url}/api/v1/shop/product/`, JSON.stringify(product), keyed ? { 'Idempotency-Key': `mixed-${process.pid}-${i}` } : {}),
+        ),
+      );
+      assert.deepEqual(answers.map((a) => a.status), sent.map(() => 201));
+      const stored = (await listAll(server.url)).slice(before.length);
+      assert.deepEqual(stored.map((p) => p.barcode).sort(), sent.map((p) => p.barcode).sort());
+    });
+  });
+}

@@ -3,7 +3,9 @@ import { dirname } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import type { Database } from '../schema.js';
-import type { DialectErrors } from '../kysely-store.js';
+import type { DialectErrors, DialectFastPaths, ProductRow, StateRow } from '../kysely-store.js';
+import { GroupInsert } from './group-insert.js';
+import { withStatementCache } from './statement-cache.js';
 
 /** Every pragma the service relies on, in one place. */
 const PRAGMAS = [
@@ -21,10 +23,41 @@ const PRAGMAS = [
  * one for `:memory:`, with the service's pragmas applied.
  */
 export function connectSqlite(path: string): Kysely<Database> {
+  return openSqlite(path).db;
+}
+
+/**
+ * Opens the SQLite database at `path` as `connectSqlite` does, with the store's fast paths over the
+ * same connection: group-commit inserts and reads straight from prepared statements. Kysely, too,
+ * reuses prepared statements on this connection.
+ */
+export function openSqlite(path: string): { db: Kysely<Database>; fastPaths: DialectFastPaths } {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const database = new SqliteDatabase(path);
   for (const pragma of PRAGMAS) database.pragma(pragma);
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+  // Prepared on first use, once the migrations have created the tables.
+  let prepared: { groupInsert: GroupInsert; find: SqliteDatabase.Statement<[number], ProductRow>; state: SqliteDatabase.Statement<[], StateRow> } | undefined;
+  const statements = () =>
+    (prepared ??= {
+      groupInsert: new GroupInsert(database),
+      find: database.prepare('SELECT pk, name, barcode, price_cents FROM product WHERE pk = ?'),
+      // SQLite's triggers keep everything in slot 0 (one writer at a time), so one row is the sum.
+      state: database.prepare('SELECT product_count, revision FROM catalogue_state WHERE id = 0'),
+    });
+  return {
+    db: new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) }),
+    fastPaths: {
+      insertProduct: (product) => statements().groupInsert.insert(product),
+      // While a Kysely transaction is open on this connection, a direct read would see its uncommitted
+      // rows; the store then takes Kysely's path, which waits for the transaction to end.
+      get findProduct() {
+        return database.inTransaction ? undefined : (pk: number) => statements().find.get(pk);
+      },
+      get readState() {
+        return database.inTransaction ? undefined : () => statements().state.get();
+      },
+    },
+  };
 }
 
 export const sqliteErrors: DialectErrors = {

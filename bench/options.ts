@@ -1,0 +1,68 @@
+import { parseArgs } from 'node:util';
+
+export interface BenchOptions {
+  /** `undefined`: a fresh SQLite file; otherwise a PostgreSQL server URL to create a scratch database on. */
+  readonly database: string | undefined;
+  readonly size: number;
+  /** Seconds per run of one scenario against one target. */
+  readonly duration: number;
+  readonly connections: number;
+  /** How many times each scenario runs against each target, alternating service and baseline. */
+  readonly rounds: number;
+  readonly smoke: boolean;
+  /** Scenario names to run; empty: all. */
+  readonly only: readonly string[];
+  /** Other builds of the service driven in the same run, for before/after numbers: label to dist folder. */
+  readonly compare: ReadonlyMap<string, string>;
+}
+
+const USAGE = `npm run bench -- [--size N] [--duration SECONDS] [--connections N] [--rounds N]
+                  [--database postgres://user@host:port/db] [--only name,name] [--smoke]
+                  [--compare LABEL=DIST_DIR ...]   (another build of the service, driven in the same run)`;
+
+/** Reads the command line; throws with the usage text on anything it does not understand. */
+export function parseBenchOptions(argv: readonly string[]): BenchOptions {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      size: { type: 'string' },
+      duration: { type: 'string' },
+      connections: { type: 'string' },
+      rounds: { type: 'string' },
+      database: { type: 'string' },
+      only: { type: 'string' },
+      compare: { type: 'string', multiple: true },
+      smoke: { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) throw new Error(USAGE);
+  const smoke = values.smoke === true;
+  const number = (name: string, text: string | undefined, fallback: number, min: number): number => {
+    if (text === undefined) return fallback;
+    const value = Number(text);
+    if (!Number.isFinite(value) || value < min) throw new Error(`--${name} ${text} is not valid (at least ${min}).\n${USAGE}`);
+    return value;
+  };
+  const database = values.database;
+  if (database !== undefined && !/^postgres(ql)?:\/\//.test(database)) {
+    throw new Error(`--database must be a postgres:// URL (the default is a fresh SQLite file).\n${USAGE}`);
+  }
+  const compare = new Map<string, string>();
+  for (const entry of values.compare ?? []) {
+    const at = entry.indexOf('=');
+    if (at <= 0) throw new Error(`--compare ${entry} is not valid: expected LABEL=DIST_DIR.\n${USAGE}`);
+    compare.set(entry.slice(0, at), entry.slice(at + 1));
+  }
+  return Object.freeze({
+    compare,
+    database,
+    size: Math.trunc(number('size', values.size, smoke ? 300 : 10_000, 200)),
+    duration: number('duration', values.duration, smoke ? 0.4 : 5, 0.1),
+    connections: Math.trunc(number('connections', values.connections, smoke ? 4 : 32, 1)),
+    rounds: Math.trunc(number('rounds', values.rounds, smoke ? 1 : 2, 1)),
+    smoke,
+    only: values.only === undefined ? [] : values.only.split(',').map((s) => s.trim()),
+  });
+}

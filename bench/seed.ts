@@ -1,0 +1,109 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import pg from 'pg';
+import { seededNewProduct } from './data.js';
+
+/** Rows per transaction: large enough that commits are rare, small enough to show progress. */
+const BATCH = 20_000;
+
+export type Progress = (done: number, total: number) => void;
+
+/**
+ * Creates the schema with the migrations of the service build in `dist` (its own `cli/migrate.js`,
+ * so that an older build gets its own schema), exactly as a deployment would.
+ * @throws with the migration's message when it exits non-zero.
+ */
+export function migrateWith(dist: string, databaseUrl: string): void {
+  execFileSync(process.execPath, [join(dist, 'cli', 'migrate.js')], { env: { ...process.env, DATABASE_URL: databaseUrl }, stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+/**
+ * Creates the schema with the service's own migrations, then inserts products 1..size in batched
+ * transactions straight into the database file.
+ */
+export async function seedSqlite(dist: string, path: string, size: number, progress: Progress): Promise<void> {
+  migrateWith(dist, `sqlite:${path}`);
+  const db = new SqliteDatabase(path);
+  try {
+    // Seeding is not serving: durability per batch would only slow it down.
+    db.pragma('synchronous = OFF');
+    const insert = db.prepare('INSERT INTO product (name, barcode, price_cents) VALUES (?, ?, ?)');
+    const insertBatch = db.transaction((from: number, to: number) => {
+      for (let n = from; n <= to; n++) {
+        const p = seededNewProduct(n);
+        insert.run(p.name, p.barcode, p.priceCents);
+      }
+    });
+    for (let from = 1; from <= size; from += BATCH) {
+      const to = Math.min(size, from + BATCH - 1);
+      insertBatch(from, to);
+      progress(to, size);
+    }
+    db.pragma('wal_checkpoint(TRUNCATE)');
+    db.exec('ANALYZE');
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Seeds a PostgreSQL database the same way: the service's migrations, then batches of rows sent as
+ * arrays and expanded with `unnest`, one statement per batch.
+ */
+export async function seedPostgres(dist: string, url: string, size: number, progress: Progress): Promise<void> {
+  migrateWith(dist, url);
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    for (let from = 1; from <= size; from += BATCH) {
+      const to = Math.min(size, from + BATCH - 1);
+      const names: string[] = [];
+      const barcodes: string[] = [];
+      const prices: number[] = [];
+      for (let n = from; n <= to; n++) {
+        const p = seededNewProduct(n);
+        names.push(p.name);
+        barcodes.push(p.barcode);
+        prices.push(p.priceCents);
+      }
+      await client.query(
+        'INSERT INTO product (name, barcode, price_cents) SELECT name, barcode, price_cents FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS t(name, barcode, price_cents, n) ORDER BY n',
+        [names, barcodes, prices],
+      );
+      progress(to, size);
+    }
+    await client.query('ANALYZE product');
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * A scratch database on the server `serverUrl` names, so a run never touches existing data.
+ * @returns its URL and a function that drops it.
+ */
+export async function createScratchPostgres(serverUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `catalogue_bench_${process.pid}_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const again = new pg.Client({ connectionString: serverUrl });
+      await again.connect();
+      try {
+        await again.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await again.end();
+      }
+    },
+  };
+}
