@@ -10,6 +10,12 @@ export interface CorsSettings {
 export const CORS_METHODS = 'GET, POST, OPTIONS';
 
 /**
+ * Answer headers a cross-origin page may read besides the basic ones: where a created product is,
+ * the validator for conditional requests, the request id to quote, and when to retry.
+ */
+export const EXPOSED_HEADERS = ['Location', 'ETag', 'X-Request-Id', 'Retry-After', 'Idempotent-Replayed'];
+
+/**
  * Puts `Access-Control-Allow-Origin` on every answer. Preflights are answered by each route's own
  * OPTIONS handler (see `preflight`), so that OPTIONS on a path that is no route stays a 404 and
  * a preflight without `Origin` is still a 200, as the contract wants.
@@ -18,6 +24,7 @@ export async function useCors(app: FastifyInstance, settings: CorsSettings): Pro
   await app.register(cors, {
     origin: settings.origin === '*' ? '*' : [...settings.origin],
     preflight: false,
+    exposedHeaders: EXPOSED_HEADERS,
   });
 }
 

@@ -84,6 +84,11 @@ describe('configured CORS origins', () => {
     assert.match(String(res.headers.vary), /Origin/);
   });
 
+  it('lets a cross-origin page read Location, ETag, X-Request-Id and Retry-After', async () => {
+    const res = await send(`${server.url}/api/v1/shop/products`, { headers: { Origin: 'https://till.example' } });
+    assert.equal(res.headers['access-control-expose-headers'], 'Location, ETag, X-Request-Id, Retry-After, Idempotent-Replayed');
+  });
+
   it('gives no allow-origin to another origin', async () => {
     const res = await send(`${server.url}/api/v1/shop/products`, { headers: { Origin: 'https://evil.example' } });
     assert.equal(res.status, 200);
