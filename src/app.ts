@@ -56,10 +56,11 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
   }
 
   useProblemErrors(app);
-  useHostCheck(app);
   useStrictJsonBodies(app);
   useRequestIdHeader(app);
   await useCors(app, cors);
+  // After the request id and CORS hooks, so that its 400 carries their headers like any answer.
+  useHostCheck(app);
   await useApiDocs(app);
   useSharedSchemas(app);
   // Probes and metrics come before the rate limit, so that monitoring is never held back.

@@ -37,7 +37,7 @@ let failure: string | undefined;
 try {
   const count = await exportProducts(store, format, path === undefined ? process.stdout : createWriteStream(path));
   // The summary goes to standard error, so that standard output holds the data alone.
-  console.error(`Exported ${count} products${path === undefined ? '' : ` to ${path}`}.`);
+  console.error(`Exported ${count} product${count === 1 ? '' : 's'}${path === undefined ? '' : ` to ${path}`}.`);
 } catch (error) {
   failure = `Export failed: ${error instanceof Error ? error.message : String(error)}`;
 } finally {

@@ -75,11 +75,11 @@ try {
     failure = `${count} not valid; nothing was imported. Fix them, or pass --skip-invalid to import the valid rows only.`;
   } else {
     const skipped = result.bad.length > 0 ? `; skipped ${result.bad.length} invalid rows` : '';
-    console.log(`Imported ${result.imported} products from ${path}${skipped}.`);
+    console.log(`Imported ${result.imported} product${result.imported === 1 ? '' : 's'} from ${path}${skipped}.`);
   }
 } catch (error) {
   bar?.stop();
-  if (error instanceof UnreadableFileError) failure = `${path}: ${error.message} Nothing was imported.`;
+  if (error instanceof UnreadableFileError) failure = `${path}: ${error.message.replace(/([^.])$/, '$1.')} Nothing was imported.`;
   else if (error instanceof DuplicateBarcodeError) failure = `${error.message} It was added while the import ran; nothing was imported.`;
   else failure = `Import failed; nothing was imported: ${error instanceof Error ? error.message : String(error)}`;
 } finally {

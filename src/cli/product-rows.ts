@@ -1,5 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { extname } from 'node:path';
+import { Readable } from 'node:stream';
 import { CsvError, parse as parseCsv } from 'csv-parse';
 import { JsonNumber } from '../catalogue/json-number.js';
 import { parseJsonKeepingNumbers } from '../catalogue/parse-json.js';
@@ -36,11 +37,43 @@ export function formatOfPath(path: string): FileFormat {
 export async function* readProductRows(path: string, format: FileFormat, onBytes?: (bytes: number) => void): AsyncGenerator<SourceRow> {
   const file = createReadStream(path);
   if (onBytes !== undefined) file.on('data', (chunk) => onBytes(chunk.length));
-  yield* format === 'csv' ? csvRows(file) : jsonRows(file);
+  try {
+    yield* format === 'csv' ? csvRows(file) : jsonRows(file);
+  } catch (error) {
+    // The file system's own refusals (a folder, no permission, gone): the file cannot be read at all.
+    const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
+    if (typeof code === 'string' && code.startsWith('E') && error instanceof Error) {
+      throw new UnreadableFileError(`Cannot read ${path}: ${error.message}`);
+    }
+    throw error;
+  }
 }
 
-async function* csvRows(input: NodeJS.ReadableStream): AsyncGenerator<SourceRow> {
-  const parser = input.pipe(parseCsv({ info: true, bom: true, skip_empty_lines: true, relax_column_count: true }));
+/** The file's text, refusing bytes that are not UTF-8 instead of replacing them. */
+async function* strictUtf8(input: AsyncIterable<Buffer | string>): AsyncGenerator<string> {
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
+  let line = 1;
+  const decode = (bytes?: Buffer): string => {
+    try {
+      return bytes === undefined ? utf8.decode() : utf8.decode(bytes, { stream: true });
+    } catch {
+      throw new UnreadableFileError(`Line ${line}: the file is not valid UTF-8.`);
+    }
+  };
+  for await (const chunk of input) {
+    const text = decode(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+    for (const ch of text) if (ch === '\n') line += 1;
+    yield text;
+  }
+  const rest = decode();
+  if (rest !== '') yield rest;
+}
+
+async function* csvRows(input: AsyncIterable<Buffer | string>): AsyncGenerator<SourceRow> {
+  const source = Readable.from(strictUtf8(input));
+  const parser = source.pipe(parseCsv({ info: true, bom: true, skip_empty_lines: true, relax_column_count: true }));
+  // pipe() does not pass the source's errors on; the parser's iteration must end with them.
+  source.on('error', (error) => parser.destroy(error));
   let header: string[] | undefined;
   try {
     for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {

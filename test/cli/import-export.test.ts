@@ -37,7 +37,7 @@ async function count(location: DatabaseLocation): Promise<number> {
 }
 
 for (const testStore of STORES) {
-  describe(`npm run import / export (${testStore.name})`, { timeout: 120_000 }, () => {
+  describe(`npm run import / export (${testStore.name})`, { skip: testStore.skip, timeout: 120_000 }, () => {
     it('imports the sample file and exports the same products back', async (t) => {
       const { env } = await freshDatabase(t, testStore);
       const imported = await runCli('import', [SAMPLE], env);
@@ -88,7 +88,7 @@ for (const testStore of STORES) {
 
       const skipping = await runCli('import', ['--skip-invalid', file], env);
       assert.equal(skipping.code, 0);
-      assert.equal(skipping.stdout, `Imported 1 products from ${file}; skipped 6 invalid rows.\n`);
+      assert.equal(skipping.stdout, `Imported 1 product from ${file}; skipped 6 invalid rows.\n`);
       assert.equal(await count(location), 2);
     });
   });
@@ -130,5 +130,18 @@ describe('npm run import, file formats', { timeout: 120_000 }, () => {
     const missing = await runCli('import', ['/nonexistent/products.csv'], env);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /Cannot read \/nonexistent\/products.csv/);
+  });
+
+  it('refuses a CSV file that is not UTF-8, and a folder, with one line and nothing imported', async (t) => {
+    const { env, location } = await freshDatabase(t, testStore);
+    const latin = tempFile(t, 'latin.csv', '');
+    writeFileSync(latin, Buffer.concat([Buffer.from(`name,barcode,price\nCaf`), Buffer.from([0xe9]), Buffer.from(`,${uniqueBarcode()},1.00\n`)]));
+    const notUtf8 = await runCli('import', [latin], env);
+    assert.equal(notUtf8.code, 1);
+    assert.equal(notUtf8.stderr, `${latin}: Line 1: the file is not valid UTF-8. Nothing was imported.\n`);
+    const folder = await runCli('import', [tmpdir()], env);
+    assert.equal(folder.code, 1);
+    assert.match(folder.stderr, /^.*Cannot read .*EISDIR.* Nothing was imported\.\n$/);
+    assert.equal(await count(location), 0);
   });
 });

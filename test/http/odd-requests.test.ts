@@ -40,9 +40,11 @@ for (const testStore of STORES) {
 
     it('refuses a Host header that is no host name with a 400 problem, never a 500', async () => {
       for (const host of ['a b', 'a{b}', 'a"b', 'café.example', 'evil.example/foo?x=']) {
-        const res = await send(`${server.url}/api/v2/shop/products?limit=1`, { headers: { Host: host } });
+        const res = await send(`${server.url}/api/v2/shop/products?limit=1`, { headers: { Host: host, 'X-Request-Id': 'odd-host' } });
         assert.equal(res.status, 400, host);
         assert.equal(res.headers['content-type'], PROBLEM);
+        assert.equal(res.headers['access-control-allow-origin'], '*');
+        assert.equal(res.headers['x-request-id'], 'odd-host');
         assert.deepEqual(res.json, {
           type: 'about:blank',
           title: 'Bad Request',

@@ -8,7 +8,7 @@ import { STORES } from '../helpers/stores.js';
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 for (const testStore of STORES) {
-  describe(`idempotency records and bulk insert (${testStore.name})`, () => {
+  describe(`idempotency records and bulk insert (${testStore.name})`, { skip: testStore.skip }, () => {
     it('forgets a key once it is older than the cutoff, and lets it be used again', async () => {
       const { location, drop } = await testStore.create();
       const store = await openStore(location);
