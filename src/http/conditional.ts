@@ -18,7 +18,11 @@ export function tagBody(body: string): TaggedBody {
  */
 export function sendTagged(request: FastifyRequest, reply: FastifyReply, tagged: TaggedBody): FastifyReply {
   reply.header('ETag', tagged.etag);
-  if (noneMatch(request.headers['if-none-match'], tagged.etag)) return reply.code(304).send();
+  if (noneMatch(request.headers['if-none-match'], tagged.etag)) {
+    // HEAD: the body only sizes Content-Length (the 200's own length, as RFC 9110 §8.6 allows) and is
+    // dropped; GET: a 304 has no body and no length.
+    return reply.code(304).send(request.method === 'HEAD' ? tagged.body : undefined);
+  }
   return reply.type('application/json; charset=utf-8').send(tagged.body);
 }
 
