@@ -1,50 +1,25 @@
 import { statSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { SingleBar } from 'cli-progress';
 import { DuplicateBarcodeError } from '../catalogue/errors.js';
-import { ConfigError, loadConfig } from '../config.js';
-import { openStore } from '../storage/open-store.js';
+import { describe, fail, openConfiguredStore, readArguments, readFormat } from './command-line.js';
 import { importProductFile } from './import-products.js';
-import { formatOfPath, UnreadableFileError, type FileFormat } from './product-rows.js';
+import { UnreadableFileError } from './product-rows.js';
 
 const USAGE = 'Usage: npm run import -- [--skip-invalid] [--format csv|json] FILE';
 
-function fail(message: string): never {
-  console.error(message);
-  process.exit(1);
-}
-
-let args;
-try {
-  args = parseArgs({
-    allowPositionals: true,
-    options: { 'skip-invalid': { type: 'boolean', default: false }, format: { type: 'string' } },
-  });
-} catch (error) {
-  fail(`${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
-}
+const args = readArguments({ 'skip-invalid': { type: 'boolean', default: false }, format: { type: 'string' } }, USAGE);
 const [path, ...extra] = args.positionals;
 if (path === undefined || extra.length > 0) fail(USAGE);
-const format = args.values.format ?? formatOfPath(path);
-if (format !== 'csv' && format !== 'json') fail(`--format must be csv or json.\n${USAGE}`);
+const format = readFormat(args.values.format, path, USAGE);
 
 let size: number;
 try {
   size = statSync(path).size;
 } catch (error) {
-  fail(`Cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`);
+  fail(`Cannot read ${path}: ${describe(error)}`);
 }
 
-let config;
-try {
-  config = loadConfig(process.env);
-} catch (error) {
-  fail(error instanceof ConfigError ? error.message : String(error));
-}
-
-const store = await openStore(config.database, { poolMax: config.dbPoolMax }).catch((error: unknown) =>
-  fail(`Cannot open the database: ${error instanceof Error ? error.message : String(error)}`),
-);
+const { store } = await openConfiguredStore();
 
 // A bar only for a person at a terminal; a log or a pipe gets the summary alone.
 const bar = process.stdout.isTTY ? new SingleBar({ format: '{phase} |{bar}| {percentage}%', hideCursor: true }) : undefined;
@@ -54,8 +29,8 @@ let done = 0;
 let failure: string | undefined;
 try {
   const result = await importProductFile(store, path, {
-    format: format as FileFormat,
-    skipInvalid: args.values['skip-invalid'],
+    format,
+    skipInvalid: args.values['skip-invalid'] === true,
     onProgress: (current, bytes) => {
       if (bar === undefined) return;
       if (current !== phase) {
@@ -70,7 +45,7 @@ try {
   });
   bar?.stop();
   for (const row of result.bad) console.error(`line ${row.line}: ${row.reason}`);
-  if (result.bad.length > 0 && !args.values['skip-invalid']) {
+  if (result.bad.length > 0 && args.values['skip-invalid'] !== true) {
     const count = `${result.bad.length} ${result.bad.length === 1 ? 'row is' : 'rows are'}`;
     failure = `${count} not valid; nothing was imported. Fix them, or pass --skip-invalid to import the valid rows only.`;
   } else {
@@ -81,7 +56,7 @@ try {
   bar?.stop();
   if (error instanceof UnreadableFileError) failure = `${path}: ${error.message.replace(/([^.])$/, '$1.')} Nothing was imported.`;
   else if (error instanceof DuplicateBarcodeError) failure = `${error.message} It was added while the import ran; nothing was imported.`;
-  else failure = `Import failed; nothing was imported: ${error instanceof Error ? error.message : String(error)}`;
+  else failure = `Import failed; nothing was imported: ${describe(error)}`;
 } finally {
   await store.close();
 }
