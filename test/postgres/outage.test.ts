@@ -34,126 +34,106 @@ async function startBehindProxy(env: Record<string, string> = {}): Promise<{ pro
   return { proxy, server, drop };
 }
 
-describe('PostgreSQL lost and back while the service runs', { skip: postgres.skip }, () => {
-  let proxy: TcpProxy;
-  let server: RunningServer;
+type Product = Awaited<ReturnType<typeof createProduct>>;
+
+/**
+ * Inside a describe: before its tests, a service behind a proxy over a fresh database, holding one
+ * product; after them, everything stopped and dropped, whatever state the test left the proxy in.
+ */
+function serviceBehindProxy(env: Record<string, string> = {}): { proxy: TcpProxy; server: RunningServer; espresso: Product } {
+  const fixture = {} as { proxy: TcpProxy; server: RunningServer; espresso: Product };
   let dropDatabase: () => Promise<void> = async () => undefined;
-  let espresso: Awaited<ReturnType<typeof createProduct>>;
-
   before(async () => {
-    ({ proxy, server, drop: dropDatabase } = await startBehindProxy());
-    espresso = await createProduct(server.url, { name: 'Espresso 1 kg', price: '12.99' });
+    ({ proxy: fixture.proxy, server: fixture.server, drop: dropDatabase } = await startBehindProxy(env));
+    fixture.espresso = await createProduct(fixture.server.url, { name: 'Espresso 1 kg', price: '12.99' });
   });
-
   after(async () => {
-    await server?.stop();
-    await proxy?.cut();
+    fixture.proxy?.thaw();
+    await fixture.server?.stop();
+    await fixture.proxy?.cut();
     await dropDatabase();
   });
+  return fixture;
+}
+
+describe('PostgreSQL lost and back while the service runs', { skip: postgres.skip }, () => {
+  const service = serviceBehindProxy();
 
   const requests: Array<[string, (url: string) => Promise<RawResponse>]> = [
-    ['one product', (url) => send(`${url}/api/v1/shop/product/${espresso.pk}`)],
+    ['one product', (url) => send(`${url}/api/v1/shop/product/${service.espresso.pk}`)],
     ['the v1 list', (url) => send(`${url}/api/v1/shop/products`)],
     ['a v2 page', (url) => send(`${url}/api/v2/shop/products`)],
     ['a creation', (url) => postJson(`${url}/api/v1/shop/product/`, JSON.stringify({ name: 'Tea', barcode: uniqueBarcode(), price: '2.00' }))],
   ];
 
   it('answers normally before the cut', async () => {
-    for (const [, request] of requests) assert.ok([200, 201].includes((await request(server.url)).status));
-    assert.equal((await send(`${server.url}/readyz`)).status, 200);
+    for (const [, request] of requests) assert.ok([200, 201].includes((await request(service.server.url)).status));
+    assert.equal((await send(`${service.server.url}/readyz`)).status, 200);
   });
 
   it('answers 503 problem documents within 2 s while the database is cut off', async () => {
-    await proxy.cut();
+    await service.proxy.cut();
     for (const [name, request] of requests) {
-      const res = await timed(() => request(server.url));
+      const res = await timed(() => request(service.server.url));
       assert.equal(res.status, 503, `${name}: ${res.text}`);
       assert.ok(res.ms < 2_000, `${name} took ${Math.round(res.ms)} ms`);
       assert.equal(res.headers['content-type'], 'application/problem+json; charset=utf-8');
       assert.equal(res.headers['retry-after'], '5');
       assert.deepEqual(res.json, UNAVAILABLE);
     }
-    const ready = await timed(() => send(`${server.url}/readyz`));
+    const ready = await timed(() => send(`${service.server.url}/readyz`));
     assert.deepEqual([ready.status, ready.json], [503, UNAVAILABLE]);
     assert.ok(ready.ms < 2_000);
-    const alive = await send(`${server.url}/healthz`);
+    const alive = await send(`${service.server.url}/healthz`);
     assert.deepEqual([alive.status, alive.json], [200, { status: 'ok' }]);
   });
 
   it('serves again as soon as the database is back, without a restart', async () => {
-    await proxy.open();
-    assert.deepEqual((await send(`${server.url}/readyz`)).json, { status: 'ready' });
-    const one = await send(`${server.url}/api/v1/shop/product/${espresso.pk}`);
-    assert.deepEqual([one.status, one.json], [200, espresso]);
-    const created = await createProduct(server.url, { name: 'After the outage' });
-    const list = await send(`${server.url}/api/v1/shop/products`);
+    await service.proxy.open();
+    assert.deepEqual((await send(`${service.server.url}/readyz`)).json, { status: 'ready' });
+    const one = await send(`${service.server.url}/api/v1/shop/product/${service.espresso.pk}`);
+    assert.deepEqual([one.status, one.json], [200, service.espresso]);
+    const created = await createProduct(service.server.url, { name: 'After the outage' });
+    const list = await send(`${service.server.url}/api/v1/shop/products`);
     assert.equal(list.status, 200);
     assert.deepEqual((list.json as Array<{ pk: number }>).at(-1), created);
   });
 });
 
 describe('PostgreSQL silent while the service runs', { skip: postgres.skip }, () => {
-  let proxy: TcpProxy;
-  let server: RunningServer;
-  let dropDatabase: () => Promise<void> = async () => undefined;
-  let espresso: Awaited<ReturnType<typeof createProduct>>;
-
-  before(async () => {
-    ({ proxy, server, drop: dropDatabase } = await startBehindProxy());
-    espresso = await createProduct(server.url, { name: 'Espresso 1 kg', price: '12.99' });
-  });
-
-  after(async () => {
-    proxy?.thaw();
-    await server?.stop();
-    await proxy?.cut();
-    await dropDatabase();
-  });
+  const service = serviceBehindProxy();
 
   it('answers 503 within the query time limit, not never, while no packet gets through', async () => {
-    proxy.freeze();
+    service.proxy.freeze();
     const [one, page, ready] = await Promise.all([
-      timed(() => send(`${server.url}/api/v1/shop/product/${espresso.pk}`)),
-      timed(() => send(`${server.url}/api/v2/shop/products`)),
-      timed(() => send(`${server.url}/readyz`)),
+      timed(() => send(`${service.server.url}/api/v1/shop/product/${service.espresso.pk}`)),
+      timed(() => send(`${service.server.url}/api/v2/shop/products`)),
+      timed(() => send(`${service.server.url}/readyz`)),
     ]);
     for (const res of [one, page, ready]) {
       assert.deepEqual([res.status, res.json], [503, UNAVAILABLE]);
       assert.ok(res.ms < 7_000, `answered after ${Math.round(res.ms)} ms`);
     }
-    assert.equal((await timed(() => send(`${server.url}/healthz`))).status, 200);
+    assert.equal((await timed(() => send(`${service.server.url}/healthz`))).status, 200);
   });
 
   it('serves again once packets flow, without a restart', async () => {
-    proxy.thaw();
-    assert.deepEqual((await send(`${server.url}/readyz`)).json, { status: 'ready' });
-    assert.deepEqual((await send(`${server.url}/api/v1/shop/product/${espresso.pk}`)).json, espresso);
+    service.proxy.thaw();
+    assert.deepEqual((await send(`${service.server.url}/readyz`)).json, { status: 'ready' });
+    assert.deepEqual((await send(`${service.server.url}/api/v1/shop/product/${service.espresso.pk}`)).json, service.espresso);
   });
 });
 
 describe('PostgreSQL reached by a new path after the old one went silent', { skip: postgres.skip }, () => {
-  let proxy: TcpProxy;
-  let server: RunningServer;
-  let dropDatabase: () => Promise<void> = async () => undefined;
-
-  before(async () => {
-    // One connection, so that the request after the outage can only be served by replacing it.
-    ({ proxy, server, drop: dropDatabase } = await startBehindProxy({ DB_POOL_MAX: '1' }));
-  });
-
-  after(async () => {
-    await server?.stop();
-    await proxy?.cut();
-    await dropDatabase();
-  });
+  // One connection, so that the request after the outage can only be served by replacing it.
+  const service = serviceBehindProxy({ DB_POOL_MAX: '1' });
 
   it('drops the connection that timed out and serves the next request on a new one', async () => {
-    const espresso = await createProduct(server.url, { name: 'Espresso 1 kg', price: '12.99' });
-    proxy.freeze();
-    assert.equal((await send(`${server.url}/api/v1/shop/product/${espresso.pk}`)).status, 503);
-    proxy.reroute();
-    const res = await timed(() => send(`${server.url}/api/v1/shop/product/${espresso.pk}`));
-    assert.deepEqual([res.status, res.json], [200, espresso]);
+    service.proxy.freeze();
+    assert.equal((await send(`${service.server.url}/api/v1/shop/product/${service.espresso.pk}`)).status, 503);
+    service.proxy.reroute();
+    const res = await timed(() => send(`${service.server.url}/api/v1/shop/product/${service.espresso.pk}`));
+    assert.deepEqual([res.status, res.json], [200, service.espresso]);
     assert.ok(res.ms < 1_000, `answered after ${Math.round(res.ms)} ms`);
   });
 });
