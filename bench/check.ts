@@ -15,8 +15,15 @@ export async function checkAnswers(scenario: Scenario, exchanges: readonly Excha
   const problems: string[] = [];
   for (const target of targets) {
     for (const exchange of sample) {
-      const got = await send(target.port, { method: exchange.method, path: exchange.path, headers: scenario.headers, body: exchange.body });
       const what = `${target.label}: ${exchange.method} ${exchange.path}`;
+      let got;
+      try {
+        got = await send(target.port, { method: exchange.method, path: exchange.path, headers: scenario.headers, body: exchange.body });
+      } catch (error) {
+        problems.push(`${what}: no answer (${error instanceof Error ? error.message : String(error)})`);
+        // A target that cannot be reached once will not answer the rest either: one line says it.
+        break;
+      }
       const text = got.body.toString('utf8');
       if (got.status !== exchange.status) problems.push(`${what}: status ${got.status}, expected ${exchange.status}: ${text.slice(0, 200)}`);
       else if (!String(got.headers['content-type']).startsWith('application/json')) problems.push(`${what}: Content-Type ${got.headers['content-type']}`);
