@@ -4,10 +4,15 @@ export interface BenchOptions {
   /** `undefined`: a fresh SQLite file; otherwise a PostgreSQL server URL to create a scratch database on. */
   readonly database: string | undefined;
   readonly size: number;
-  /** Seconds per run of one scenario against one target. */
+  /** Whole seconds per measured run of one scenario against one target (wrk counts in seconds). */
   readonly duration: number;
+  /** Seconds of load per target before a scenario's rounds, not counted; 0: none. */
+  readonly warmup: number;
+  /** The run's connection count; a scenario may set its own. */
   readonly connections: number;
-  /** How many times each scenario runs against each target, alternating service and baseline. */
+  /** wrk's threads. */
+  readonly threads: number;
+  /** How many times each scenario runs against each target, in a rotating order; the best round is reported. */
   readonly rounds: number;
   readonly smoke: boolean;
   /** Scenario names to run; empty: all. */
@@ -16,7 +21,8 @@ export interface BenchOptions {
   readonly compare: ReadonlyMap<string, string>;
 }
 
-const USAGE = `npm run bench -- [--size N] [--duration SECONDS] [--connections N] [--rounds N]
+const USAGE = `npm run bench -- [--size N] [--duration SECONDS] [--warmup SECONDS] [--rounds N]
+                  [--connections N] [--threads N]
                   [--database postgres://user@host:port/db] [--only name,name] [--smoke]
                   [--compare LABEL=DIST_DIR ...]   (another build of the service, driven in the same run)`;
 
@@ -27,7 +33,9 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
     options: {
       size: { type: 'string' },
       duration: { type: 'string' },
+      warmup: { type: 'string' },
       connections: { type: 'string' },
+      threads: { type: 'string' },
       rounds: { type: 'string' },
       database: { type: 'string' },
       only: { type: 'string' },
@@ -39,10 +47,10 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
   });
   if (values.help) throw new Error(USAGE);
   const smoke = values.smoke === true;
-  const number = (name: string, text: string | undefined, fallback: number, min: number): number => {
+  const whole = (name: string, text: string | undefined, fallback: number, min: number): number => {
     if (text === undefined) return fallback;
     const value = Number(text);
-    if (!Number.isFinite(value) || value < min) throw new Error(`--${name} ${text} is not valid (at least ${min}).\n${USAGE}`);
+    if (!Number.isSafeInteger(value) || value < min) throw new Error(`--${name} ${text} is not valid (a whole number, at least ${min}).\n${USAGE}`);
     return value;
   };
   const database = values.database;
@@ -55,13 +63,18 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
     if (at <= 0) throw new Error(`--compare ${entry} is not valid: expected LABEL=DIST_DIR.\n${USAGE}`);
     compare.set(entry.slice(0, at), entry.slice(at + 1));
   }
+  const connections = whole('connections', values.connections, smoke ? 4 : 32, 1);
+  const threads = whole('threads', values.threads, 1, 1);
+  if (threads > connections) throw new Error(`--threads ${threads} is more than --connections ${connections}: wrk needs a connection per thread.\n${USAGE}`);
   return Object.freeze({
     compare,
     database,
-    size: Math.trunc(number('size', values.size, smoke ? 300 : 10_000, 200)),
-    duration: number('duration', values.duration, smoke ? 0.4 : 5, 0.1),
-    connections: Math.trunc(number('connections', values.connections, smoke ? 4 : 32, 1)),
-    rounds: Math.trunc(number('rounds', values.rounds, smoke ? 1 : 2, 1)),
+    size: whole('size', values.size, smoke ? 300 : 10_000, 200),
+    duration: whole('duration', values.duration, smoke ? 1 : 5, 1),
+    warmup: whole('warmup', values.warmup, smoke ? 0 : 1, 0),
+    connections,
+    threads,
+    rounds: whole('rounds', values.rounds, smoke ? 1 : 3, 1),
     smoke,
     only: values.only === undefined ? [] : values.only.split(',').map((s) => s.trim()),
   });

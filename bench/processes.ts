@@ -1,6 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { send } from './client.js';
 
 export interface Target {
   readonly label: string;
@@ -22,8 +23,8 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Starts a child that serves HTTP on `port` and resolves once it answers `readyPath`. */
-export async function startTarget(label: string, port: number, args: readonly string[], env: NodeJS.ProcessEnv, readyPath: string): Promise<Target> {
+/** Starts a child that serves HTTP on `port` and resolves once it answers anything at `/`. */
+export async function startTarget(label: string, port: number, args: readonly string[], env: NodeJS.ProcessEnv): Promise<Target> {
   const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'ignore', 'inherit'] });
   let exited: string | undefined;
   child.once('exit', (code, signal) => {
@@ -33,8 +34,7 @@ export async function startTarget(label: string, port: number, args: readonly st
   for (;;) {
     if (exited !== undefined) throw new Error(`${label} ${exited} before it answered`);
     try {
-      const res = await fetch(`http://127.0.0.1:${port}${readyPath}`);
-      await res.arrayBuffer();
+      await send(port, { method: 'GET', path: '/' });
       break;
     } catch {
       if (Date.now() > deadline) {
@@ -79,16 +79,75 @@ export function residentBytes(pid: number): number {
   return total;
 }
 
-/** Samples a process's resident memory every `everyMs` until stopped; returns the peak. */
-export function samplePeakRss(pid: number, everyMs = 50): { stop(): number } {
-  let peak = residentBytes(pid);
-  const timer = setInterval(() => {
-    peak = Math.max(peak, residentBytes(pid));
-  }, everyMs);
+/** CPU seconds (user and system) a process and its descendants have used so far; 0 without /proc. */
+export function cpuSeconds(pid: number): number {
+  return cpuTicks(pid) / clockTicks();
+}
+
+function cpuTicks(pid: number): number {
+  let ticks = 0;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name, which may hold spaces: state is the 3rd field, utime the 14th.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    ticks += Number(fields[11]) + Number(fields[12]);
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
+    for (const child of children === '' ? [] : children.split(/\s+/)) ticks += cpuTicks(Number(child));
+  } catch {
+    // As for memory: what was read before the process exited stands.
+  }
+  return ticks;
+}
+
+let ticksPerSecond: number | undefined;
+function clockTicks(): number {
+  if (ticksPerSecond === undefined) {
+    try {
+      ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      ticksPerSecond = 100;
+    }
+  }
+  return ticksPerSecond;
+}
+
+export interface Usage {
+  /** The target's peak resident memory while sampled, in bytes. */
+  readonly peakRss: number;
+  /** CPU the target used, in cores (1 = one core busy all the time). */
+  readonly targetCpu: number;
+  /** CPU the load generator used, in cores. */
+  readonly loadCpu: number;
+}
+
+/**
+ * Samples a target's memory and a load generator's CPU every `everyMs` while the load runs. The
+ * load generator exits at the end, so its CPU is its last reading before that.
+ */
+export function sampleUsage(targetPid: number, loadPid: number, everyMs = 50): { stop(): Usage } {
+  const started = performance.now();
+  const targetCpuBefore = cpuSeconds(targetPid);
+  let peak = residentBytes(targetPid);
+  let loadCpu = 0;
+  let loadSampledAt = started;
+  const sample = (): void => {
+    peak = Math.max(peak, residentBytes(targetPid));
+    const cpu = cpuSeconds(loadPid);
+    if (cpu >= loadCpu) {
+      loadCpu = cpu;
+      loadSampledAt = performance.now();
+    }
+  };
+  const timer = setInterval(sample, everyMs);
   return {
     stop: () => {
       clearInterval(timer);
-      return Math.max(peak, residentBytes(pid));
+      const wall = (performance.now() - started) / 1000;
+      return {
+        peakRss: Math.max(peak, residentBytes(targetPid)),
+        targetCpu: (cpuSeconds(targetPid) - targetCpuBefore) / wall,
+        loadCpu: loadCpu / Math.max((loadSampledAt - started) / 1000, 1e-3),
+      };
     },
   };
 }

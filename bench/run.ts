@@ -1,22 +1,23 @@
 /**
- * `npm run bench`: seeds a catalogue, starts the production build of the service and a bare node:http
- * baseline as child processes, checks that both answer byte-identical bodies, then drives each scenario
- * against both in turn (service, baseline, service, baseline, ...) and prints one table.
+ * `npm run bench`: seeds a catalogue, starts the production build of the service, then per scenario
+ * starts two baselines answering the same bytes (bare node:http, bare Fastify), checks every target's
+ * answers against the contract's, and drives each target in turn with wrk. Prints one table.
  */
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { Pagination } from '../src/config.js';
-import type { BaselineRoute } from './baseline-server.js';
-import { drive, fetchOnce, type RunResult } from './load.js';
+import { BenchFailure, FIRST_LOAD_BARCODE, measure, serviceKey, type Build, type Run } from './measure.js';
 import { parseBenchOptions, type BenchOptions } from './options.js';
-import { freePort, residentBytes, startTarget, type Target } from './processes.js';
-import { formatTable, megabytes, type Row } from './report.js';
-import { buildScenarios, type Scenario } from './scenarios.js';
+import { freePort, startTarget, type Target } from './processes.js';
+import { formatTable, type Row } from './report.js';
+import { buildScenarios, type Pagination, type Scenario } from './scenarios.js';
 import { createScratchPostgres, seedPostgres, seedSqlite } from './seed.js';
+import { stopLoads, WRK_MISSING, wrkVersion } from './wrk.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const SERVER = join(ROOT, 'dist', 'server.js');
+/** Settings that would change the service's answers or refuse the bench's requests. */
+const SETTINGS_LEFT_OUT = ['API_TOKEN', 'RATE_LIMIT', 'TRUST_PROXY', 'CORS_ORIGIN', 'PAGE_SIZE', 'MAX_LIMIT'];
 
 async function main(): Promise<number> {
   let options: BenchOptions;
@@ -30,8 +31,31 @@ async function main(): Promise<number> {
     console.error(`${SERVER} is missing: run \`npm run build\` first (npm run bench does).`);
     return 1;
   }
+  const wrk = wrkVersion();
+  if (wrk === undefined) {
+    console.error(WRK_MISSING);
+    return 1;
+  }
+  const all = buildScenarios(options.size);
+  const unknown = options.only.filter((name) => !all.some((s) => s.name === name));
+  if (unknown.length > 0) {
+    console.error(`--only: no scenario named ${unknown.join(', ')}; the scenarios are ${all.map((s) => s.name).join(', ')}.`);
+    return 2;
+  }
+  const scenarios = all.filter((s) => options.only.length === 0 || options.only.includes(s.name));
+
   const work = mkdtempSync(join(tmpdir(), 'catalogue-bench-'));
   const cleanups: Array<() => Promise<void>> = [async () => rmSync(work, { recursive: true, force: true })];
+  let cleaned: Promise<void> | undefined;
+  const cleanUp = (): Promise<void> =>
+    (cleaned ??= (async () => {
+      stopLoads();
+      for (const cleanup of cleanups.reverse()) await cleanup().catch((error: unknown) => console.error(`cleanup failed: ${String(error)}`));
+    })());
+  // An interrupted run still stops its servers and drops its scratch database.
+  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+    process.once(signal, () => void cleanUp().then(() => process.exit(code)));
+  }
   try {
     const builds: Build[] = [{ label: '', dist: join(ROOT, 'dist') }];
     for (const [label, dist] of options.compare) builds.push({ label, dist: resolve(dist) });
@@ -41,16 +65,37 @@ async function main(): Promise<number> {
       if (databaseUrl === undefined) return 0;
       databases.set(build.label, databaseUrl);
     }
-    return await measure(options, builds, databases, work, cleanups);
+    const services = await startServices(builds, databases, new Set(scenarios.map((s) => s.pagination)), cleanups);
+    const run: Run = {
+      options,
+      kind: options.database === undefined ? 'sqlite' : 'postgres',
+      builds,
+      services,
+      work,
+      notes: [],
+      failures: [],
+      nextBarcode: FIRST_LOAD_BARCODE,
+    };
+    console.log(describeRun(run, scenarios, wrk));
+    const rows: Row[] = [];
+    for (const scenario of scenarios) rows.push(...(await measure(run, scenario)));
+    console.log(`\n${formatTable(rows)}`);
+    if (scenarios.some((s) => s.load === 'create')) {
+      console.log('\ncreate: node:http and Fastify read each body and answer one fixed 201; the service stores every product.');
+    }
+    for (const note of run.notes) console.log(note);
+    if (run.failures.length > 0) {
+      console.error(`\nFAILED:\n  ${run.failures.join('\n  ')}`);
+      return 1;
+    }
+    return 0;
+  } catch (error) {
+    if (!(error instanceof BenchFailure)) throw error;
+    console.error(`\nFAILED: ${error.message}`);
+    return 1;
   } finally {
-    for (const cleanup of cleanups.reverse()) await cleanup().catch((error: unknown) => console.error(`cleanup failed: ${String(error)}`));
+    await cleanUp();
   }
-}
-
-/** A build of the service: the one under test has the empty label; others come from --compare. */
-interface Build {
-  readonly label: string;
-  readonly dist: string;
 }
 
 /** Seeds a database of its own for one build; returns its DATABASE_URL, or `undefined` when the run is skipped. */
@@ -82,132 +127,37 @@ async function seed(options: BenchOptions, build: Build, work: string, cleanups:
   return url;
 }
 
-async function measure(options: BenchOptions, builds: readonly Build[], databases: ReadonlyMap<string, string>, work: string, cleanups: Array<() => Promise<void>>): Promise<number> {
-  const scenarios = buildScenarios(options.size).filter((s) => options.only.length === 0 || options.only.includes(s.name));
-  if (scenarios.length === 0) {
-    console.error(`--only matched no scenario; the scenarios are ${buildScenarios(200).map((s) => s.name).join(', ')}.`);
-    return 2;
-  }
-  const routesFile = join(work, 'baseline-routes.json');
-  writeBaselineRoutes(routesFile, scenarios);
-
+/** One service process per build and pagination style, each on its build's database, for the whole run. */
+async function startServices(builds: readonly Build[], databases: ReadonlyMap<string, string>, styles: ReadonlySet<Pagination>, cleanups: Array<() => Promise<void>>) {
   const services = new Map<string, Target>();
-  const serviceFor = (build: Build, pagination: Pagination): Target => services.get(`${build.label}|${pagination}`)!;
+  const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
+  for (const name of SETTINGS_LEFT_OUT) delete env[name];
   for (const build of builds) {
-    for (const pagination of new Set(scenarios.map((s) => s.pagination))) {
+    for (const pagination of styles) {
       const port = await freePort();
-      const env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databases.get(build.label)!, PAGINATION: pagination, LOG_LEVEL: 'warn' };
-      const label = `service${build.label === '' ? '' : ` ${build.label}`} (${pagination})`;
-      const service = await startTarget(label, port, [join(build.dist, 'server.js')], env, '/api/v1/shop/product/1');
+      const label = `service${build.label === '' ? '' : ` ${build.label}`}${styles.size > 1 ? ` (${pagination})` : ''}`;
+      const service = await startTarget(label, port, [join(build.dist, 'server.js')], { ...env, PORT: String(port), DATABASE_URL: databases.get(build.label)!, PAGINATION: pagination });
       cleanups.push(service.stop);
-      services.set(`${build.label}|${pagination}`, service);
+      services.set(serviceKey(build, pagination), service);
     }
   }
-  const baselinePort = await freePort();
-  const baseline = await startTarget('baseline', baselinePort, ['--import', 'tsx', join(ROOT, 'bench', 'baseline-server.ts'), routesFile, String(baselinePort)], process.env, '/');
-  cleanups.push(baseline.stop);
-
-  const mismatches = await checkBodies(scenarios, [...services.values()], baseline, options.smoke ? Infinity : 20);
-  if (mismatches.length > 0) {
-    console.error(`The service and the baseline do not answer the same bytes:\n${mismatches.join('\n')}`);
-    return 1;
-  }
-  const v1 = scenarios.find((s) => s.name === 'v1-list');
-  const firstByte = v1 === undefined ? undefined : await v1FirstByte(v1, serviceFor(builds[0]!, v1.pagination), baseline);
-
-  console.error(
-    `${options.size.toLocaleString('en')} products on ${options.database === undefined ? 'SQLite' : 'PostgreSQL'}; ` +
-      `${options.connections} connections, ${options.duration} s per run, ${options.rounds} round(s) of service then baseline`,
-  );
-  const rows: Row[] = [];
-  for (const scenario of scenarios) {
-    const runs = builds.map(() => [] as RunResult[]);
-    const baselineRuns: RunResult[] = [];
-    if (!options.smoke) {
-      // Warm every target (JIT, caches) before anything is counted.
-      for (const build of builds) await drive(serviceFor(build, scenario.pagination), scenario, options.connections, 1);
-      await drive(baseline, scenario, options.connections, 1);
-    }
-    for (let round = 0; round < options.rounds; round++) {
-      for (const [i, build] of builds.entries()) runs[i]!.push(await drive(serviceFor(build, scenario.pagination), scenario, options.connections, options.duration));
-      baselineRuns.push(await drive(baseline, scenario, options.connections, options.duration));
-    }
-    for (const [i, build] of builds.entries()) {
-      rows.push({ scenario: build.label === '' ? scenario.name : `${scenario.name} [${build.label}]`, target: scenario.target, service: runs[i]!, baseline: baselineRuns });
-    }
-    process.stderr.write(`  ${scenario.name} done\n`);
-  }
-
-  console.log(formatTable(rows));
-  if (firstByte !== undefined) {
-    console.log(
-      `\nv1 list, one request alone: first byte ${firstByte.service.toFixed(1)} ms (baseline ${firstByte.baseline.toFixed(1)} ms); ` +
-        `service RSS before ${megabytes(firstByte.rssBefore)}`,
-    );
-  }
-  const failed = rows.filter((row) => row.service.some((r) => r.failures > 0));
-  if (failed.length > 0) {
-    console.error(`\nThe service answered errors in: ${failed.map((r) => r.scenario).join(', ')}`);
-    return 1;
-  }
-  return 0;
+  return services;
 }
 
-/** Lays out every precomputed answer in one file the baseline maps into memory at start. */
-function writeBaselineRoutes(file: string, scenarios: readonly Scenario[]): void {
-  const routes: BaselineRoute[] = [];
-  const bodies: Buffer[] = [];
-  let start = 0;
-  const add = (key: string, status: number, text: string, location?: string): void => {
-    const body = Buffer.from(text);
-    routes.push({ key, status, start, length: body.length, ...(location === undefined ? {} : { location }) });
-    bodies.push(body);
-    start += body.length;
-  };
-  for (const scenario of scenarios) {
-    for (const [path, body] of scenario.bodies) add(`GET ${path}`, 200, body);
-    if (scenario.createdBody !== undefined) add(`POST ${scenario.paths[0]}`, 201, scenario.createdBody, '/api/v1/shop/product/1');
-  }
-  add('GET /', 200, '{}');
-  writeFileSync(`${file}.body`, Buffer.concat(bodies));
-  writeFileSync(file, JSON.stringify(routes));
-}
-
-/** Compares both targets' answers with the expected bytes for up to `perScenario` URLs of each GET scenario. */
-async function checkBodies(scenarios: readonly Scenario[], services: readonly Target[], baseline: Target, perScenario: number): Promise<string[]> {
-  const problems: string[] = [];
-  for (const scenario of scenarios) {
-    const paths = [...scenario.bodies.keys()].slice(0, perScenario);
-    for (const path of paths) {
-      const expected = scenario.bodies.get(path)!;
-      const targets = services.filter((service) => service.label.endsWith(`(${scenario.pagination})`));
-      for (const target of [...targets, baseline]) {
-        const { status, body } = await fetchOnce(target.port, path);
-        const text = body.toString('utf8');
-        if (status !== 200 || text !== expected) {
-          problems.push(`  ${target.label} GET ${path}: ${status}, ${text.length} bytes, expected ${expected.length}: ${firstDifference(text, expected)}`);
-        }
-      }
-    }
-  }
-  return problems;
-}
-
-function firstDifference(actual: string, expected: string): string {
-  let i = 0;
-  while (i < actual.length && actual[i] === expected[i]) i++;
-  return `at ${i}: got ${JSON.stringify(actual.slice(i, i + 60))}, expected ${JSON.stringify(expected.slice(i, i + 60))}`;
-}
-
-/** The v1 list's time to first byte with nothing else running, best of three. */
-async function v1FirstByte(scenario: Scenario, service: Target, baseline: Target) {
-  const rssBefore = residentBytes(service.child.pid!);
-  const best = async (target: Target): Promise<number> => {
-    let min = Infinity;
-    for (let i = 0; i < 3; i++) min = Math.min(min, (await fetchOnce(target.port, scenario.paths[0]!)).firstByteMs);
-    return min;
-  };
-  return { service: await best(service), baseline: await best(baseline), rssBefore };
+/** What the run is and how its figures are taken: printed above the table, so a pasted table keeps it. */
+function describeRun(run: Run, scenarios: readonly Scenario[], wrk: string): string {
+  const { options } = run;
+  const fastify = (JSON.parse(readFileSync(join(ROOT, 'node_modules', 'fastify', 'package.json'), 'utf8')) as { version: string }).version;
+  const own = scenarios.filter((s) => s.connections !== undefined).map((s) => `${s.name}: ${s.connections!.join(', ')}`);
+  return [
+    `\`npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}\``,
+    '',
+    `${options.size.toLocaleString('en')} products on ${run.kind === 'sqlite' ? 'SQLite' : 'PostgreSQL'}; Node ${process.version}, Fastify ${fastify}, wrk ${wrk}, ${availableParallelism()} CPUs.`,
+    `Load: wrk with ${options.threads} thread${options.threads === 1 ? '' : 's'} and ${options.connections} connections${own.length > 0 ? ` (${own.join('; ')})` : ''}, ` +
+      `${options.duration} s per run${options.warmup > 0 ? ` after ${options.warmup} s of warm-up per target` : ', no warm-up'}; ` +
+      `${options.rounds} round${options.rounds === 1 ? '' : 's'}, the targets in a rotating order.`,
+    `Figures: the best round's req/s with that round's p50/p99; peak RSS over all rounds; wrk CPU in its busiest run (100 % = one core).`,
+  ].join('\n');
 }
 
 process.exitCode = await main();

@@ -1,105 +1,162 @@
-import type { Pagination } from '../src/config.js';
-import { PAGE_NUMBER_SIZE, limitOffsetLinks, pageNumberLinks } from '../src/http/pagination.js';
-import { pageItemWire, productWire } from '../src/http/wire.js';
 import { freshBarcode, randomSource, seededProduct } from './data.js';
+import { PAGE_NUMBER_SIZE, V2_PATH, limitOffsetBody, pageNumberBody, productBody, wholeCatalogue, wholeListBody } from './expected.js';
 
-/** Both targets are addressed with this Host, so that page links, and so bodies, are byte-identical. */
-export const BENCH_HOST = 'localhost:8000';
-const BASE = `http://${BENCH_HOST}`;
-const PAGE = 100;
-/** Distinct URLs per scenario: enough to spread over the catalogue, few enough for the baseline to hold. */
-const DETAIL_URLS = 10_000;
-const PAGE_URLS = 2_000;
+export type Pagination = 'limit-offset' | 'page-number';
+export type DatabaseKind = 'sqlite' | 'postgres';
 
-export interface Scenario {
-  readonly name: string;
-  /** The issue's target for this row, shown beside the numbers. */
-  readonly target: string;
-  /** Which service process answers it: they differ only in their pagination style. */
-  readonly pagination: Pagination;
+/** One request and the answer every target must give to it, byte for byte. */
+export interface Exchange {
   readonly method: 'GET' | 'POST';
-  /** GET: the URLs asked, at random. POST: the one path posted to. */
-  readonly paths: readonly string[];
-  /** The body each path answers, exactly; the baseline serves these and the bench checks the service against them. */
-  readonly bodies: ReadonlyMap<string, string>;
-  /** Fewer connections than the run's, where each answer is huge (the whole catalogue). */
-  readonly maxConnections?: number;
-  /** POST only: a fresh request body per call. */
-  readonly nextBody?: () => string;
-  /** POST only: the baseline's precomputed answer. */
-  readonly createdBody?: string;
+  /** The request target: path and query. */
+  readonly path: string;
+  /** POST: the body the check sends. */
+  readonly body?: string;
+  readonly status: number;
+  /** The expected body, before any content coding. */
+  readonly answer: string;
+  readonly location?: string;
 }
 
-/** Every scenario of the run, over a catalogue seeded with products 1..size. */
+/**
+ * What one row of the table measures. To add one: list its exchanges (each request with the body
+ * the contract promises, built in `expected.ts`), the route pattern bare Fastify declares for them,
+ * and, where it differs from the run's, the connection counts to drive it at.
+ */
+export interface Scenario {
+  readonly name: string;
+  /** The issue's target for this row, per database, shown beside the numbers. */
+  readonly goal: Readonly<Record<DatabaseKind, string>>;
+  /** Which service process answers it: they differ only in their pagination style. */
+  readonly pagination: Pagination;
+  /** The route bare Fastify declares for these requests, as the service declares it. */
+  readonly route: string;
+  /** Connection counts, one row each; absent: the run's `--connections`. */
+  readonly connections?: readonly number[];
+  /** Also time one request alone to its first byte, for answers that are streamed. */
+  readonly timeFirstByte?: boolean;
+  /** Headers on every request of the load and of the check, such as `Accept-Encoding`. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** The content coding every answer must carry; the baselines serve their bodies so encoded. */
+  readonly encoding?: 'gzip' | 'br';
+  /**
+   * `paths`: the load asks for the exchanges' paths at random (`wrk/paths.lua`).
+   * `create`: the load posts products with fresh barcodes to the one exchange's path
+   * (`wrk/create.lua`); the check posts that exchange, and the baselines give its answer to every post.
+   */
+  readonly load: 'paths' | 'create';
+  /** Built only when the scenario runs: at a million products some answers are large. */
+  readonly exchanges: () => readonly Exchange[];
+}
+
+const PAGE = 100;
+/** Distinct URLs per scenario: enough to spread over the catalogue, few enough for the baselines to hold. */
+const DETAIL_URLS = 10_000;
+const PAGE_URLS = 2_000;
+/** Each answer of the v1 list is the whole catalogue: 32 clients at once would only measure queueing. */
+const V1_LIST_CONNECTIONS = [4];
+
+/** Every scenario of the run, over a catalogue seeded with products 1..size, in the order they run. */
 export function buildScenarios(size: number): Scenario[] {
-  const random = randomSource(20_261_122);
-  const pick = (max: number): number => Math.floor(random() * max);
+  const catalogue = wholeCatalogue(size);
   const lastOffset = Math.max(0, size - PAGE);
-
-  const detailPaths = unique(Math.min(size, DETAIL_URLS), () => `/api/v1/shop/product/${1 + pick(size)}`);
-  const detailBodies = new Map(detailPaths.map((path) => [path, JSON.stringify(productWire(seededProduct(Number(path.slice(path.lastIndexOf('/') + 1)))))]));
-
-  const offsetPath = (offset: number): string => `/api/v2/shop/products?limit=${PAGE}&offset=${offset}`;
-  const offsetBodies = (paths: string[]): Map<string, string> =>
-    new Map(paths.map((path) => [path, limitOffsetBody(size, Number(new URL(path, BASE).searchParams.get('offset')))]));
-  const firstPaths = [`/api/v2/shop/products?limit=${PAGE}&offset=0`];
-  const randomPaths = unique(Math.min(PAGE_URLS, lastOffset + 1), () => offsetPath(pick(lastOffset + 1)));
-  const endPaths = unique(Math.min(PAGE, lastOffset + 1), () => offsetPath(Math.max(0, lastOffset - pick(PAGE))));
-
   const lastPage = Math.ceil(size / PAGE_NUMBER_SIZE);
-  const pagePaths = unique(Math.min(PAGE_URLS, lastPage), () => `/api/v2/shop/products?page=${1 + pick(lastPage)}`);
-  const pageBodies = new Map(pagePaths.map((path) => [path, pageNumberBody(size, Number(new URL(path, BASE).searchParams.get('page')))]));
+  // Each scenario draws from its own sequence, so that `--only` asks for the same URLs as a full run.
+  const picker = (seed: number) => {
+    const random = randomSource(seed);
+    return (max: number): number => Math.floor(random() * max);
+  };
+  const offsetPage = (offset: number): Exchange => get(`${V2_PATH}?limit=${PAGE}&offset=${offset}`, limitOffsetBody(catalogue, {}, PAGE, offset));
 
-  let created = 0;
+  const v2 = { pagination: 'limit-offset', route: V2_PATH, load: 'paths' } as const;
   return [
-    { name: 'detail', target: '>= 0.85 x baseline req/s', pagination: 'limit-offset', method: 'GET', paths: detailPaths, bodies: detailBodies },
-    { name: 'v2-first-page', target: 'p99 reference for v2-end-page', pagination: 'limit-offset', method: 'GET', paths: firstPaths, bodies: offsetBodies(firstPaths) },
-    { name: 'v2-random-page', target: '>= 0.7 x baseline req/s', pagination: 'limit-offset', method: 'GET', paths: randomPaths, bodies: offsetBodies(randomPaths) },
-    { name: 'v2-end-page', target: 'p99 <= 2 x v2-first-page p99', pagination: 'limit-offset', method: 'GET', paths: endPaths, bodies: offsetBodies(endPaths) },
-    { name: 'page-number', target: '(no target)', pagination: 'page-number', method: 'GET', paths: pagePaths, bodies: pageBodies },
-    { name: 'v1-list', target: 'streamed; first byte < 100 ms; RSS < 200 MB', pagination: 'limit-offset', method: 'GET', maxConnections: 4, paths: ['/api/v1/shop/products'], bodies: new Map([['/api/v1/shop/products', v1ListBody(size)]]) },
+    {
+      name: 'detail',
+      goal: { sqlite: '≥ 0.85 × Fastify', postgres: '≥ 0.70 × Fastify' },
+      pagination: 'limit-offset',
+      route: '/api/v1/shop/product/:pk',
+      load: 'paths',
+      exchanges: () => {
+        const pick = picker(1);
+        return unique(Math.min(size, DETAIL_URLS), () => 1 + pick(size)).map((pk) => get(`/api/v1/shop/product/${pk}`, productBody(seededProduct(pk))));
+      },
+    },
+    { name: 'v2-first-page', goal: same('p99 reference for v2-end-page'), ...v2, exchanges: () => [offsetPage(0)] },
+    {
+      name: 'v2-random-page',
+      goal: { sqlite: '≥ 0.80 × Fastify', postgres: '≥ 0.60 × Fastify' },
+      ...v2,
+      exchanges: () => {
+        const pick = picker(2);
+        return unique(Math.min(PAGE_URLS, lastOffset + 1), () => pick(lastOffset + 1)).map(offsetPage);
+      },
+    },
+    {
+      name: 'v2-end-page',
+      goal: same('at 1,000,000: p99 ≤ 2 × v2-first-page'),
+      ...v2,
+      exchanges: () => {
+        const pick = picker(3);
+        const span = Math.min(PAGE, lastOffset + 1);
+        return unique(span, () => lastOffset - pick(span)).map(offsetPage);
+      },
+    },
+    {
+      name: 'page-number',
+      goal: same('(none)'),
+      pagination: 'page-number',
+      route: V2_PATH,
+      load: 'paths',
+      exchanges: () => {
+        const pick = picker(4);
+        return unique(Math.min(PAGE_URLS, lastPage), () => 1 + pick(lastPage)).map((page) => get(`${V2_PATH}?page=${page}`, pageNumberBody(catalogue, {}, page)));
+      },
+    },
+    {
+      name: 'v1-list',
+      goal: { sqlite: '≥ 0.80 × node:http; at 1,000,000: ≥ 0.6 × node:http, RSS < 200 MB', postgres: 'at 1,000,000: ≥ 0.6 × node:http, RSS < 200 MB' },
+      pagination: 'limit-offset',
+      route: '/api/v1/shop/products',
+      connections: V1_LIST_CONNECTIONS,
+      timeFirstByte: true,
+      load: 'paths',
+      exchanges: () => [get('/api/v1/shop/products', wholeListBody(catalogue))],
+    },
+    // Last: every create changes the count, and so every page's body.
     {
       name: 'create',
-      target: '>= 5,000 creates/s at 32 connections',
+      goal: { sqlite: '≥ 10,000/s, synchronous=FULL', postgres: '≥ 5,000/s' },
       pagination: 'limit-offset',
-      method: 'POST',
-      paths: ['/api/v1/shop/product/'],
-      bodies: new Map(),
-      nextBody: () => {
-        created += 1;
-        return JSON.stringify({ name: `Bench product ${created}`, barcode: freshBarcode(created), price: `${created % 1000}.${String(created % 100).padStart(2, '0')}` });
+      route: '/api/v1/shop/product/',
+      headers: { 'Content-Type': 'application/json' },
+      load: 'create',
+      exchanges: () => {
+        const checked = { name: 'Bench check', barcode: freshBarcode(0), price: '1.01' };
+        return [
+          {
+            method: 'POST',
+            path: '/api/v1/shop/product/',
+            body: JSON.stringify(checked),
+            status: 201,
+            answer: JSON.stringify({ pk: size + 1, ...checked }),
+            location: `/api/v1/shop/product/${size + 1}`,
+          },
+        ];
       },
-      createdBody: JSON.stringify({ pk: size + 1, name: 'Bench product 1', barcode: freshBarcode(1), price: '1.01' }),
     },
   ];
 }
 
-function limitOffsetBody(size: number, offset: number): string {
-  const results = [];
-  for (let pk = offset + 1; pk <= Math.min(size, offset + PAGE); pk++) results.push(pageItemWire(seededProduct(pk)));
-  const params = new URLSearchParams({ limit: String(PAGE), offset: String(offset) });
-  const links = limitOffsetLinks(BASE, '/api/v2/shop/products', params, { limit: PAGE, offset }, size);
-  return JSON.stringify({ count: size, ...links, results });
+function get(path: string, answer: string): Exchange {
+  return { method: 'GET', path, status: 200, answer };
 }
 
-function pageNumberBody(size: number, page: number): string {
-  const results = [];
-  const first = (page - 1) * PAGE_NUMBER_SIZE + 1;
-  for (let pk = first; pk <= Math.min(size, first + PAGE_NUMBER_SIZE - 1); pk++) results.push(pageItemWire(seededProduct(pk)));
-  const params = new URLSearchParams({ page: String(page) });
-  const links = pageNumberLinks(BASE, '/api/v2/shop/products', params, page, Math.ceil(size / PAGE_NUMBER_SIZE));
-  return JSON.stringify({ count: size, ...links, results });
-}
-
-function v1ListBody(size: number): string {
-  const parts: string[] = [];
-  for (let pk = 1; pk <= size; pk++) parts.push(JSON.stringify(productWire(seededProduct(pk))));
-  return `[${parts.join(',')}]`;
+function same(goal: string): Record<DatabaseKind, string> {
+  return { sqlite: goal, postgres: goal };
 }
 
 /** Up to `count` distinct values of `make`, giving up on duplicates after a bounded number of tries. */
-function unique(count: number, make: () => string): string[] {
-  const seen = new Set<string>();
+function unique<T>(count: number, make: () => T): T[] {
+  const seen = new Set<T>();
   for (let tries = 0; seen.size < count && tries < count * 20; tries++) seen.add(make());
   return [...seen];
 }

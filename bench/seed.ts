@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
-import { seededNewProduct } from './data.js';
+import { seededProduct } from './data.js';
 
 /** Rows per transaction: large enough that commits are rare, small enough to show progress. */
 const BATCH = 20_000;
@@ -31,7 +31,7 @@ export async function seedSqlite(dist: string, path: string, size: number, progr
     const insert = db.prepare('INSERT INTO product (name, barcode, price_cents) VALUES (?, ?, ?)');
     const insertBatch = db.transaction((from: number, to: number) => {
       for (let n = from; n <= to; n++) {
-        const p = seededNewProduct(n);
+        const p = seededProduct(n);
         insert.run(p.name, p.barcode, p.priceCents);
       }
     });
@@ -62,7 +62,7 @@ export async function seedPostgres(dist: string, url: string, size: number, prog
       const barcodes: string[] = [];
       const prices: number[] = [];
       for (let n = from; n <= to; n++) {
-        const p = seededNewProduct(n);
+        const p = seededProduct(n);
         names.push(p.name);
         barcodes.push(p.barcode);
         prices.push(p.priceCents);

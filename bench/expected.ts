@@ -1,0 +1,87 @@
+/**
+ * The exact bodies the contract promises, built from its text alone (field order, two-decimal prices,
+ * Django REST Framework's page links) and never with the service's serializers, so that the check
+ * before each scenario catches a bug in them.
+ */
+import { seededProduct, type SeededProduct } from './data.js';
+
+/** Every request carries this Host, so that page links, and so bodies, are the same on every target. */
+export const BENCH_HOST = 'localhost:8000';
+const BASE = `http://${BENCH_HOST}`;
+export const V2_PATH = '/api/v2/shop/products';
+/** Page-number style's fixed page size. */
+export const PAGE_NUMBER_SIZE = 10;
+
+export function priceText(cents: number): string {
+  return `${Math.floor(cents / 100)}.${String(cents % 100).padStart(2, '0')}`;
+}
+
+export function productBody(product: SeededProduct): string {
+  return JSON.stringify({ pk: product.pk, name: product.name, barcode: product.barcode, price: priceText(product.priceCents) });
+}
+
+/** The products a query selects, in pk order, without holding a million of them in an array. */
+export interface Selection {
+  readonly count: number;
+  /** The product at `index`, from 0. */
+  at(index: number): SeededProduct;
+}
+
+/** The whole seeded catalogue of `size` products. */
+export function wholeCatalogue(size: number): Selection {
+  return { count: size, at: (index) => seededProduct(index + 1) };
+}
+
+/** A selection of products already picked, e.g. by a filter. */
+export function selectionOf(products: readonly SeededProduct[]): Selection {
+  return { count: products.length, at: (index) => products[index]! };
+}
+
+export function wholeListBody(matching: Selection): string {
+  const parts: string[] = [];
+  for (let i = 0; i < matching.count; i++) parts.push(productBody(matching.at(i)));
+  return `[${parts.join(',')}]`;
+}
+
+/**
+ * A limit/offset page of `matching`: `next` is null
+ * when `offset + limit >= count`, `previous` null at offset 0 and without `offset` when
+ * `offset - limit <= 0`; both keep the query's other parameters.
+ */
+export function limitOffsetBody(matching: Selection, query: Readonly<Record<string, string>>, limit: number, offset: number): string {
+  const count = matching.count;
+  const next = offset + limit >= count ? null : v2Link({ ...query, limit: String(limit), offset: String(offset + limit) });
+  let previous: string | null = null;
+  if (offset > 0) {
+    const { offset: _dropped, ...rest } = query;
+    previous = v2Link(offset - limit <= 0 ? { ...rest, limit: String(limit) } : { ...query, limit: String(limit), offset: String(offset - limit) });
+  }
+  return envelope(matching, next, previous, offset, offset + limit);
+}
+
+/** Page `page` of `matching` in page-number style; `previous` from page 2 omits `page`. */
+export function pageNumberBody(matching: Selection, query: Readonly<Record<string, string>>, page: number): string {
+  const lastPage = Math.ceil(matching.count / PAGE_NUMBER_SIZE);
+  const { page: _dropped, ...rest } = query;
+  const next = page < lastPage ? v2Link({ ...query, page: String(page + 1) }) : null;
+  const previous = page === 1 ? null : v2Link(page === 2 ? rest : { ...query, page: String(page - 1) });
+  const first = (page - 1) * PAGE_NUMBER_SIZE;
+  return envelope(matching, next, previous, first, first + PAGE_NUMBER_SIZE);
+}
+
+/** The page envelope with the products from index `from` up to, not including, `to`. */
+function envelope(matching: Selection, next: string | null, previous: string | null, from: number, to: number): string {
+  const results = [];
+  for (let i = from; i < Math.min(to, matching.count); i++) {
+    const p = matching.at(i);
+    results.push({ name: p.name, price: priceText(p.priceCents), barcode: p.barcode });
+  }
+  return JSON.stringify({ count: matching.count, next, previous, results });
+}
+
+/** A v2 address with its parameters sorted by name, as Django REST Framework writes page links. */
+export function v2Link(query: Readonly<Record<string, string>>): string {
+  const params = new URLSearchParams(Object.entries(query).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  const text = params.toString();
+  return `${BASE}${V2_PATH}${text === '' ? '' : `?${text}`}`;
+}
