@@ -38,6 +38,7 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
     GET: {
       options: {
         schema: {
+          operationId: 'listProducts',
           summary: 'Every product, in pk order (not paginated)',
           description: 'The whole catalogue in one array, streamed. For large catalogues use the paginated v2 listing.',
           tags: ['v1'],
@@ -69,6 +70,7 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
     GET: {
       options: {
         schema: {
+          operationId: 'getProduct',
           summary: 'One product by its pk',
           description: 'Carries a strong ETag; send it back in If-None-Match for a 304 without a body while the product is unchanged.',
           tags: ['v1'],
@@ -104,6 +106,7 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
         // parsed value) cannot do. Params and query have no schema here, so nothing else is skipped.
         validatorCompiler: () => () => true,
         schema: {
+          operationId: 'createProduct',
           summary: 'Create a product',
           description: [
             'Send `Content-Type: application/json` and an object with exactly `name`, `barcode` and `price`.',

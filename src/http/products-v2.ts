@@ -65,6 +65,7 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
         // with messages that name the parameter (ajv would refuse a repeated one without saying so).
         validatorCompiler: () => (value: unknown) => ({ value }),
         schema: {
+          operationId: 'listProductsPage',
           summary: `One page of products (${pagination} style)`,
           description: [
             'Carries a strong ETag; send it back in If-None-Match for a 304 without a body while the catalogue is unchanged.',
