@@ -7,7 +7,11 @@ import { loadConfig } from '../src/config.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const read = (path: string): string => readFileSync(resolve(ROOT, path), 'utf8');
-const DOCUMENTS = ['README.md', ...readdirSync(resolve(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
+const DOCUMENTS = [
+  'README.md',
+  ...readdirSync(resolve(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`),
+  'examples/till/README.md',
+];
 
 /** Every environment variable the service's settings are read from, as loadConfig reads them. */
 function settingNames(): string[] {
