@@ -81,11 +81,9 @@ export async function useApiDocs(app: FastifyInstance, { writeToken }: ApiDocsOp
         { name: TAGS.head, description: 'HEAD, wherever GET is answered: the GET answer\'s status and headers (such as `ETag`), without a body.' },
         { name: TAGS.preflight, description: 'The CORS preflight a browser sends before a cross-origin request; answered 200 on every path.' },
       ],
-      components: {
-        ...(writeToken
-          ? { securitySchemes: { [WRITE_TOKEN_SCHEME]: { type: 'http', scheme: 'bearer', description: "The deployment's API_TOKEN." } } }
-          : {}),
-      },
+      components: writeToken
+        ? { securitySchemes: { [WRITE_TOKEN_SCHEME]: { type: 'http', scheme: 'bearer', description: "The deployment's API_TOKEN." } } }
+        : {},
     },
     exposeHeadRoutes: true,
     // Shared schemas appear under components.schemas by their $id (Product, Page, Problem, ...).
