@@ -61,7 +61,7 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
   await useCors(app, cors);
   // After the request id and CORS hooks, so that its 400 carries their headers like any answer.
   useHostCheck(app);
-  await useApiDocs(app);
+  await useApiDocs(app, { writeToken: config.apiToken !== undefined });
   useSharedSchemas(app);
   // Probes and metrics come before the rate limit, so that monitoring is never held back.
   useMetrics(app, cors, store);

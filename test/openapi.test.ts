@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import type { RouteShorthandOptions } from 'fastify';
 import Type from 'typebox';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
+import { REFUSED_METHODS_EXTENSION } from '../src/http/docs.js';
 import { jsonResponse } from '../src/http/responses.js';
 import { openStore } from '../src/storage/open-store.js';
 import { postJson, send } from './helpers/http.js';
@@ -14,6 +16,23 @@ import { startFreshServer, type RunningServer } from './helpers/server.js';
 import { STORES } from './helpers/stores.js';
 
 const PAGINATIONS = ['limit-offset', 'page-number'] as const;
+
+const DOCUMENTED_PATHS = ['/healthz', '/readyz', '/api/v1/shop/products', '/api/v1/shop/product/{pk}', '/api/v1/shop/product', '/api/v2/shop/products'];
+
+interface OperationShape {
+  readonly responses?: Record<string, unknown>;
+  readonly requestBody?: unknown;
+  readonly operationId?: string;
+  readonly description?: string;
+  readonly tags?: string[];
+}
+
+interface OpenApiDocument {
+  /** Operations by method, beside the path's `description` and extensions (read through casts). */
+  readonly paths: Record<string, Record<string, OperationShape | undefined>>;
+  readonly servers?: unknown;
+  readonly security?: unknown;
+}
 
 for (const testStore of STORES) {
   for (const pagination of PAGINATIONS) {
@@ -36,8 +55,8 @@ for (const testStore of STORES) {
         assert.equal(validator.version, '3.1');
       });
 
-      test('answers HEAD at /, /openapi.json and /docs like GET, without a body', async () => {
-        for (const path of ['/', '/assets/style.css', '/openapi.json', '/docs']) {
+      test('answers HEAD at /, /openapi.json, /docs and /docs/API.md like GET, without a body', async () => {
+        for (const path of ['/', '/assets/style.css', '/openapi.json', '/docs', '/docs/API.md']) {
           const get = await send(`${server.url}${path}`);
           const head = await send(`${server.url}${path}`, { method: 'HEAD' });
           assert.equal(get.status, 200, path);
@@ -60,22 +79,57 @@ for (const testStore of STORES) {
       });
 
       test('describes every route, method and status of the contract', async () => {
-        const document = (await send(`${server.url}/openapi.json`)).json as {
-          paths: Record<string, Record<string, { responses: Record<string, unknown>; requestBody?: unknown }>>;
-        };
+        const document = (await send(`${server.url}/openapi.json`)).json as OpenApiDocument;
         const statuses = (path: string, method: string) => Object.keys(document.paths[path]?.[method]?.responses ?? {}).sort();
-        assert.deepEqual(statuses('/api/v1/shop/products', 'get'), ['200', '503']);
-        assert.deepEqual(statuses('/api/v1/shop/product/{pk}', 'get'), ['200', '304', '404', '503']);
-        assert.deepEqual(statuses('/api/v1/shop/product/', 'post'), ['201', '400', '409', '413', '415', '422', '503']);
+        assert.deepEqual(Object.keys(document.paths).sort(), [...DOCUMENTED_PATHS].sort());
+        assert.deepEqual(statuses('/api/v1/shop/products', 'get'), ['200', '400', '503']);
+        assert.deepEqual(statuses('/api/v1/shop/product/{pk}', 'get'), ['200', '304', '400', '404', '503']);
+        assert.deepEqual(statuses('/api/v1/shop/product', 'post'), ['201', '400', '409', '413', '415', '422', '503']);
         assert.deepEqual(statuses('/api/v2/shop/products', 'get'), pagination === 'page-number' ? ['200', '304', '400', '404', '503'] : ['200', '304', '400', '503']);
-        for (const path of ['/api/v1/shop/products', '/api/v1/shop/product/{pk}', '/api/v1/shop/product/', '/api/v2/shop/products']) {
-          assert.deepEqual(statuses(path, 'options'), ['200'], path);
-          assert.deepEqual(statuses(path, 'put'), ['405'], path);
-          assert.deepEqual(statuses(path, 'delete'), ['405'], path);
+        assert.deepEqual(statuses('/healthz', 'get'), ['200', '400']);
+        assert.deepEqual(statuses('/readyz', 'get'), ['200', '400', '503']);
+        for (const path of DOCUMENTED_PATHS) {
+          assert.deepEqual(statuses(path, 'options'), ['200', '400'], path);
+          if (document.paths[path]?.['get'] !== undefined) assert.deepEqual(statuses(path, 'head'), statuses(path, 'get'), path);
         }
-        assert.deepEqual(statuses('/healthz', 'get'), ['200']);
-        assert.deepEqual(statuses('/readyz', 'get'), ['200', '503']);
-        assert.ok(document.paths['/api/v1/shop/product/']?.['post']?.requestBody, 'the create route documents its body');
+        assert.ok(document.paths['/api/v1/shop/product']?.['post']?.requestBody, 'the create route documents its body');
+      });
+
+      test('offers the served methods as operations and describes the refused ones on each path', async () => {
+        const document = (await send(`${server.url}/openapi.json`)).json as OpenApiDocument;
+        const operationIds: string[] = [];
+        for (const [path, item] of Object.entries(document.paths)) {
+          const methods = Object.keys(item).filter((key) => !key.startsWith('x-') && key !== 'description');
+          const allow = path === '/api/v1/shop/product' ? ['post', 'options'] : ['get', 'head', 'options'];
+          assert.deepEqual(methods, allow, path);
+          const refused = item[REFUSED_METHODS_EXTENSION] as unknown as { allow: string } | undefined;
+          assert.equal(refused?.allow, allow.map((m) => m.toUpperCase()).join(', '), path);
+          assert.match(String(item.description), /405/, path);
+          for (const method of methods) {
+            const operation = item[method];
+            assert.ok(operation?.operationId !== undefined && operation.description !== undefined, `${method} ${path}`);
+            operationIds.push(operation.operationId);
+          }
+          if (item['head'] !== undefined) assert.deepEqual(item['head'].tags, ['headers only (HEAD)'], path);
+          assert.deepEqual(item['options']?.tags, ['CORS preflight (OPTIONS)'], path);
+        }
+        assert.equal(new Set(operationIds).size, operationIds.length, `operationIds are unique: ${operationIds.join(', ')}`);
+        assert.deepEqual(document.servers, [{ url: '/', description: 'The service this document was fetched from.' }]);
+        assert.deepEqual(document.security, []);
+      });
+
+      test('every documented path refuses the other methods as it says', async () => {
+        const document = (await send(`${server.url}/openapi.json`)).json as OpenApiDocument;
+        for (const [path, item] of Object.entries(document.paths)) {
+          const url = `${server.url}${path.replace('{pk}', '1')}`;
+          const allow = (item[REFUSED_METHODS_EXTENSION] as unknown as { allow: string }).allow;
+          for (const method of ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'TRACE', 'PROPFIND'].filter((m) => !allow.split(', ').includes(m))) {
+            // The audit of the server checks each answer against the path's description.
+            const res = await send(url, { method });
+            assert.equal(res.status, 405, `${method} ${path}`);
+            assert.equal(res.headers.allow, allow, `${method} ${path}`);
+          }
+        }
       });
 
       test('the interactive reference at /docs loads only its own assets', async () => {
@@ -85,6 +139,17 @@ for (const testStore of STORES) {
         assert.doesNotMatch(res.text, /(src|href)="(https?:)?\/\//);
         const initializer = await send(`${server.url}/docs/static/swagger-initializer.js`);
         assert.equal(initializer.status, 200);
+        // The reference loads and shows the address clients use, not the plugin's own copy at /docs/json.
+        assert.match(initializer.text, /"urls":\[\{"url":"\/openapi\.json","name":"\/openapi\.json"\}\]/);
+      });
+
+      test('serves the contract at /docs/API.md, as written in the repository, and the document links it', async () => {
+        const res = await send(`${server.url}/docs/API.md`);
+        assert.equal(res.status, 200);
+        assert.equal(res.headers['content-type'], 'text/markdown; charset=utf-8');
+        assert.equal(res.text, readFileSync(new URL('../docs/API.md', import.meta.url), 'utf8'));
+        const document = (await send(`${server.url}/openapi.json`)).json as { info: { description: string } };
+        assert.match(document.info.description, /\[docs\/API\.md\]\(\/docs\/API\.md\)/);
       });
 
       test('the answers of every documented status match the document', async () => {
@@ -120,7 +185,7 @@ for (const testStore of STORES) {
 }
 
 describe('the response audit of the test server', () => {
-  test('reports an undocumented status, a wrong media type and a body off its schema', async () => {
+  test('reports an undocumented status, a wrong media type, a body off its schema, and refusals unlike the document', async () => {
     const { location, drop } = await STORES[0]!.create();
     const store = await openStore(location);
     const app = await buildApp({ config: loadConfig({}), store });
@@ -130,16 +195,25 @@ describe('the response audit of the test server', () => {
     app.get('/media', documented, (_request, reply) => reply.type('text/plain').send('1'));
     app.get('/body', documented, (_request, reply) => reply.type('application/json').send('{"n":"one"}'));
     app.get('/fine', documented, () => ({ n: 1 }));
+    // Served without being documented, and refused with an Allow other than the path's methods.
+    app.post('/fine', { schema: { hide: true } }, () => ({ n: 2 }));
+    app.delete('/fine', { schema: { hide: true } }, (_request, reply) => reply.code(405).header('Allow', 'GET').send());
     try {
       for (const url of ['/status', '/media', '/body', '/fine']) await app.inject(url);
+      await app.inject({ method: 'POST', url: '/fine' });
+      await app.inject({ method: 'DELETE', url: '/fine' });
+      // A catalogue path's refusal, as its description says: no mismatch.
+      assert.equal((await app.inject({ method: 'DELETE', url: '/api/v1/shop/products' })).statusCode, 405);
     } finally {
       await app.close();
       await store.close();
       await drop();
     }
-    assert.equal(audit.mismatches.length, 3, audit.mismatches.join('\n'));
+    assert.equal(audit.mismatches.length, 5, audit.mismatches.join('\n'));
     assert.match(audit.mismatches[0]!, /^GET \/status -> 202: status not documented/);
     assert.match(audit.mismatches[1]!, /^GET \/media -> 200: media type "text\/plain"/);
     assert.match(audit.mismatches[2]!, /^GET \/body -> 200: .*must be integer/);
+    assert.match(audit.mismatches[3]!, /^POST \/fine -> 200: POST is not an operation of \/fine/);
+    assert.match(audit.mismatches[4]!, /^DELETE \/fine -> 405: Allow is "GET", the document says "GET, HEAD"/);
   });
 });

@@ -8,6 +8,22 @@ import { STORES } from './helpers/stores.js';
 
 const run = promisify(execFile);
 
+/** The line that marks an answer shown with its headers as abridged. */
+const ABRIDGED = '...';
+/**
+ * What an abridged answer may leave out, as the README says: the headers every answer carries.
+ * Any other header must be shown, with its value.
+ */
+const LEFT_OUT_WHEN_ABRIDGED = ['x-request-id', 'access-control-expose-headers', 'content-length', 'date', 'connection', 'keep-alive'];
+
+/** `name: value` lines as [lower-case name, value] pairs. */
+function headerPairs(lines: readonly string[]): Array<[string, string]> {
+  return lines.map((line) => {
+    const colon = line.indexOf(':');
+    return [line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim()];
+  });
+}
+
 interface Example {
   readonly env: Record<string, string>;
   readonly command: string;
@@ -34,7 +50,8 @@ function readExamples(markdown: string): Example[] {
 }
 
 describe('README examples, replayed in order on a fresh catalogue', () => {
-  const examples = readExamples(readFileSync(new URL('../README.md', import.meta.url), 'utf8'));
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  const examples = readExamples(readme);
   let server: RunningServer | undefined;
   let serverEnv = '';
   let drop: (() => Promise<void>) | undefined;
@@ -49,6 +66,12 @@ describe('README examples, replayed in order on a fresh catalogue', () => {
     for (const route of ['/api/v1/shop/products', '/api/v1/shop/product/1', '-X POST localhost:8000/api/v1/shop/product/', '/api/v2/shop/products', '-X OPTIONS']) {
       assert.ok(commands.includes(route), route);
     }
+  });
+
+  it('says what an abridged answer leaves out', () => {
+    const [intro = ''] = readme.split('Create a product (');
+    assert.match(intro, /abridged where a line `\.\.\.`/);
+    for (const name of LEFT_OUT_WHEN_ABRIDGED) assert.ok(intro.includes(`\`${name}\``), name);
   });
 
   for (const example of examples) {
@@ -77,11 +100,22 @@ describe('README examples, replayed in order on a fresh catalogue', () => {
       const [head = '', body = ''] = stdout.replaceAll('\r', '').split('\n\n');
       const [expectedHead = '', expectedBody = ''] = expected.split('\n\n');
       const [statusLine, ...headerLines] = head.split('\n');
-      const [expectedStatus, ...expectedHeaders] = expectedHead.split('\n');
+      const [expectedStatus, ...expectedLines] = expectedHead.split('\n');
       assert.equal(statusLine, expectedStatus);
-      const actualHeaders = headerLines.map((line) => line.toLowerCase());
-      for (const line of expectedHeaders) assert.ok(actualHeaders.includes(line.toLowerCase()), `missing header: ${line}`);
       assert.equal(body, expectedBody);
+      const actual = headerPairs(headerLines);
+      const shown = headerPairs(expectedLines.filter((line) => line !== ABRIDGED));
+      if (!expectedLines.includes(ABRIDGED)) {
+        // Not marked abridged: the answer is shown whole, every header with its value.
+        assert.deepEqual(actual.sort(), shown.sort());
+        return;
+      }
+      for (const [name, value] of shown) {
+        assert.deepEqual(actual.filter(([n]) => n === name).map(([, v]) => v), [value], `header ${name}`);
+      }
+      const leftOut = actual.map(([name]) => name).filter((name) => !shown.some(([n]) => n === name));
+      assert.ok(leftOut.length > 0, 'marked abridged, but nothing is left out');
+      assert.deepEqual(leftOut.filter((name) => !LEFT_OUT_WHEN_ABRIDGED.includes(name)), [], 'left out, but the README says it is shown');
     });
   }
 });

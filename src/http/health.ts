@@ -21,7 +21,13 @@ export async function health(app: FastifyInstance, { store, cors }: HealthOption
   resource(app, cors, '/healthz', {
     GET: {
       options: {
-        schema: { summary: 'The process is alive', tags: ['health'], response: { 200: jsonResponse('The process answers.', AliveSchema) } },
+        schema: {
+          operationId: 'checkLiveness',
+          summary: 'The process is alive',
+          description: 'For restarts: answers while the process can answer at all, whatever the database does.',
+          tags: ['health'],
+          response: { 200: jsonResponse('The process answers.', AliveSchema) },
+        },
       },
       handler: async () => ({ status: 'ok' as const }),
     },
@@ -31,7 +37,9 @@ export async function health(app: FastifyInstance, { store, cors }: HealthOption
     GET: {
       options: {
         schema: {
+          operationId: 'checkReadiness',
           summary: 'The database answers: this instance can serve requests',
+          description: 'For traffic: a 503 while the database cannot be reached, so that a load balancer sends this instance nothing until it is back.',
           tags: ['health'],
           response: { 200: jsonResponse('The database answers.', ReadySchema), 503: STORE_UNAVAILABLE },
         },

@@ -12,7 +12,7 @@ import { HttpProblem } from './problem.js';
 import { resource } from './resource.js';
 import { RevisionCache } from './revision-cache.js';
 import { sendTagged, serializeOk, tagBody } from './conditional.js';
-import { STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
+import { ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
 import { ProductListSchema } from './schemas.js';
 import { productWire } from './wire.js';
 
@@ -38,6 +38,7 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
     GET: {
       options: {
         schema: {
+          operationId: 'listProducts',
           summary: 'Every product, in pk order (not paginated)',
           description: 'The whole catalogue in one array, streamed. For large catalogues use the paginated v2 listing.',
           tags: ['v1'],
@@ -69,6 +70,7 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
     GET: {
       options: {
         schema: {
+          operationId: 'getProduct',
           summary: 'One product by its pk',
           description: 'Carries a strong ETag; send it back in If-None-Match for a 304 without a body while the product is unchanged.',
           tags: ['v1'],
@@ -79,7 +81,7 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
             }),
           }),
           response: {
-            200: jsonResponse('The product.', Type.Ref('Product')),
+            200: jsonResponse('The product.', Type.Ref('Product'), { ETag: ETAG_HEADER }),
             304: { description: 'Not modified: the ETag in If-None-Match is still current. No body.', type: 'null' },
             404: problemResponse('No product has this pk (or the pk is not a positive decimal integer).'),
             503: STORE_UNAVAILABLE,
@@ -104,6 +106,7 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
         // parsed value) cannot do. Params and query have no schema here, so nothing else is skipped.
         validatorCompiler: () => () => true,
         schema: {
+          operationId: 'createProduct',
           summary: 'Create a product',
           description: [
             'Send `Content-Type: application/json` and an object with exactly `name`, `barcode` and `price`.',
@@ -128,6 +131,7 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
           response: {
             201: jsonResponse('Created: the product with its new pk.', Type.Ref('Product'), {
               Location: Type.String({ description: 'The new product\'s address.', examples: ['/api/v1/shop/product/1'] }),
+              'Idempotent-Replayed': Type.Literal('true', { description: 'Present when this answer repeats the creation an earlier request with the same Idempotency-Key made.' }),
             }),
             400: problemResponse('The body is not valid UTF-8 JSON, not an object, or breaks the product rules; `errors` lists every failing field.'),
             409: problemResponse('Another product already has this barcode; `errors.barcode` says so.'),

@@ -14,7 +14,7 @@ import { HttpProblem } from './problem.js';
 import { resource } from './resource.js';
 import { RevisionCache } from './revision-cache.js';
 import { sendTagged, serializeOk, tagBody, type TaggedBody } from './conditional.js';
-import { STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
+import { ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
 import type { PageWire } from './schemas.js';
 import { requestAddress, type RequestAddress } from './request-address.js';
 import { pageItemWire } from './wire.js';
@@ -65,6 +65,7 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
         // with messages that name the parameter (ajv would refuse a repeated one without saying so).
         validatorCompiler: () => (value: unknown) => ({ value }),
         schema: {
+          operationId: 'listProductsPage',
           summary: `One page of products (${pagination} style)`,
           description: [
             'Carries a strong ETag; send it back in If-None-Match for a 304 without a body while the catalogue is unchanged.',
@@ -77,7 +78,7 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
           tags: ['v2'],
           querystring,
           response: {
-            200: jsonResponse('One page; `results` hold exactly name, price and barcode, in pk order.', Type.Ref('Page')),
+            200: jsonResponse('One page; `results` hold exactly name, price and barcode, in pk order.', Type.Ref('Page'), { ETag: ETAG_HEADER }),
             304: { description: 'Not modified: the ETag in If-None-Match is still current. No body.', type: 'null' },
             400: problemResponse('A paging parameter is not valid; `errors` names it.'),
             ...(pagination === 'page-number' ? { 404: problemResponse('The page is past the last page.') } : {}),

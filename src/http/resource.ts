@@ -1,8 +1,9 @@
-import type { FastifyInstance, HTTPMethods, RouteShorthandOptions, RouteHandlerMethod } from 'fastify';
+import type { FastifyInstance, FastifySchema, HTTPMethods, RouteShorthandOptions, RouteHandlerMethod } from 'fastify';
 import Type from 'typebox';
 import { CORS_METHODS, preflight, type CorsSettings } from './cors.js';
+import { TAGS } from './docs.js';
 import { HttpProblem } from './problem.js';
-import { emptyResponse, problemResponse } from './responses.js';
+import { HOST_NOT_VALID, emptyResponse } from './responses.js';
 
 type Method = 'GET' | 'POST';
 
@@ -11,35 +12,33 @@ export interface MethodRoute {
   readonly handler: RouteHandlerMethod;
 }
 
-/** Methods an OpenAPI 3.1 path item can describe; refusals of any other method stay out of the document. */
-const DOCUMENTABLE_METHODS: readonly string[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'TRACE'];
-
-export const REFUSED_TAG = 'refused methods';
-
 /**
  * Registers one path with the methods it serves, its CORS preflight, and a 405 with `Allow` for every
  * other method Fastify knows (Fastify itself would answer those 404).
  *
- * HEAD is served wherever GET is (Fastify derives it from the GET route).
+ * HEAD is served wherever GET is (Fastify derives it from the GET route). The document lists the
+ * served methods and the preflight as operations; refusals are described on the path, not listed.
  */
 export function resource(app: FastifyInstance, cors: CorsSettings, url: string, methods: Partial<Record<Method, MethodRoute>>): void {
   const served = Object.keys(methods) as Method[];
   const allowed: string[] = served.flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m]));
   allowed.push('OPTIONS');
   const allow = allowed.join(', ');
-  const tags = served.flatMap((m) => methods[m]?.options.schema?.tags ?? []).slice(0, 1);
+  const schemas = served.map((m) => methods[m]!.options.schema);
+  const hidden = schemas.every((schema) => schema?.hide === true);
 
   for (const method of served) {
     const route = methods[method]!;
-    app.route({ ...route.options, method, url, handler: route.handler });
+    app.route({ ...route.options, schema: withHostProblem(route.options.schema), method, url, handler: route.handler });
   }
   app.route({
     method: 'OPTIONS',
     url,
-    schema: {
+    schema: hidden ? { hide: true } : {
+      operationId: `${schemas[0]?.operationId}Preflight`,
       summary: 'CORS preflight',
-      description: `Answered 200 for any caller, with or without \`Origin\`. Ordinary answers carry \`Access-Control-Allow-Origin\` too.`,
-      tags,
+      description: 'Answered 200 for any caller, with or without `Origin`, whatever body it carries. Ordinary answers carry `Access-Control-Allow-Origin` too.',
+      tags: [TAGS.preflight],
       response: {
         200: emptyResponse('The preflight answer; no body.', {
           Allow: Type.String({ examples: [allow] }),
@@ -47,6 +46,7 @@ export function resource(app: FastifyInstance, cors: CorsSettings, url: string, 
           'Access-Control-Allow-Methods': Type.String({ examples: [CORS_METHODS] }),
           'Access-Control-Allow-Headers': Type.String({ examples: [cors.allowedHeaders.join(', ')] }),
         }),
+        400: HOST_NOT_VALID,
       },
     },
     // Answered before the body is read: a preflight is a 200 whatever body or type it carries.
@@ -63,15 +63,13 @@ export function resource(app: FastifyInstance, cors: CorsSettings, url: string, 
     },
     handler: async () => undefined,
   };
-  app.route({
-    ...refused,
-    method: others.filter((m) => DOCUMENTABLE_METHODS.includes(m)),
-    schema: {
-      summary: `Not allowed: this address answers ${allow}`,
-      tags: [REFUSED_TAG],
-      response: { 405: problemResponse('The method is not served here.', { Allow: Type.String({ description: "The address's methods.", examples: [allow] }) }) },
-    },
-  });
-  const undocumentable = others.filter((m) => !DOCUMENTABLE_METHODS.includes(m));
-  if (undocumentable.length > 0) app.route({ ...refused, method: undocumentable, schema: { hide: true } });
+  // Described on the path in the document (see docs.ts), not offered as operations a client could call.
+  app.route({ ...refused, method: others, schema: { hide: true } });
+}
+
+/** Every route refuses a malformed `Host` with a 400; an operation that has no 400 of its own says so. */
+function withHostProblem(schema: FastifySchema | undefined): FastifySchema | undefined {
+  const response = schema?.response as Record<string, unknown> | undefined;
+  if (schema === undefined || response === undefined || Object.hasOwn(response, '400')) return schema;
+  return { ...schema, response: { ...response, 400: HOST_NOT_VALID } };
 }

@@ -35,6 +35,14 @@ export function emptyResponse(description: string, headers: Record<string, TSche
   return { description, headers, type: 'null' };
 }
 
+export const ETAG_HEADER = Type.String({
+  description: 'A strong validator of these exact bytes: send it back in If-None-Match for a 304 while they are unchanged.',
+  examples: ['"LJD-Ixr_mUJBKCghCCERMDPxGRc"'],
+});
+
 export const STORE_UNAVAILABLE = problemResponse('The database cannot be reached; nothing was changed. Retry after the seconds in Retry-After.', {
   'Retry-After': Type.String({ description: 'Seconds to wait before retrying.', examples: ['5'] }),
 });
+
+/** Checked on every route before anything else, because the host is written into page links. */
+export const HOST_NOT_VALID = problemResponse('The `Host` header is not a plain host name or address with an optional port (RFC 9112 §3.2).');

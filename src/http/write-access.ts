@@ -1,5 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import Type from 'typebox';
+import { WRITE_TOKEN_SCHEME } from './docs.js';
 import { HttpProblem } from './problem.js';
 import { problemResponse } from './responses.js';
 
@@ -14,12 +16,17 @@ const REALM = 'Bearer realm="catalogue"';
  */
 export function useWriteToken(app: FastifyInstance, token: string): void {
   const expected = digest(token);
-  // Every write route added from here on can answer 401; its documented answers say so.
-  const unauthorized = problemResponse('Creating needs the header `Authorization: Bearer <token>` with the deployment\'s API_TOKEN; it was missing or wrong.');
+  // Every write route added from here on needs the token and can answer 401; its document says so.
+  const unauthorized = problemResponse('Creating needs the header `Authorization: Bearer <token>` with the deployment\'s API_TOKEN; it was missing or wrong.', {
+    'WWW-Authenticate': Type.String({ description: 'The challenge; `error="invalid_token"` when a token was sent but is wrong.', examples: [REALM] }),
+  });
   app.addHook('onRoute', (route) => {
     const responses = route.schema?.response as Record<string, unknown> | undefined;
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    if (responses !== undefined && methods.length === 1 && WRITE_METHODS.has(methods[0]!)) responses['401'] = unauthorized;
+    if (responses !== undefined && methods.length === 1 && WRITE_METHODS.has(methods[0]!)) {
+      responses['401'] = unauthorized;
+      route.schema!.security = [{ [WRITE_TOKEN_SCHEME]: [] }];
+    }
   });
   app.addHook('onRequest', async (request) => {
     if (!isWriteRoute(request)) return;

@@ -2,12 +2,16 @@ import { Readable } from 'node:stream';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { REFUSED_METHODS_EXTENSION, openApiPath } from '../../src/http/docs.js';
 
 interface DocumentedResponse {
   readonly content?: Record<string, unknown>;
 }
 type Operation = { readonly responses?: Record<string, DocumentedResponse> };
-type Document = { readonly paths?: Record<string, Record<string, Operation> | undefined> };
+/** What a path says about the methods it does not serve: the `Allow` it answers them with, and the answer. */
+type RefusedMethods = { readonly allow: string; readonly response: DocumentedResponse };
+type PathItem = Record<string, Operation | undefined> & { readonly [REFUSED_METHODS_EXTENSION]?: RefusedMethods };
+type Document = { readonly paths?: Record<string, PathItem | undefined> };
 
 const DOCUMENT_ID = 'openapi.json';
 const PROBLEM = 'application/problem+json';
@@ -23,8 +27,10 @@ export interface ResponseAudit {
 /**
  * Checks every answer `app` sends against its own OpenAPI document: the status must be documented
  * for the route and method, the media type must be one the document names, and the body must
- * validate against that media type's schema. Paths outside the document (the page, the docs, a
- * path that is no route) are only held to the document's Problem schema when they answer an error.
+ * validate against that media type's schema. A method a documented path does not serve must be
+ * refused as the path says (405, its `Allow`, its answer's schema). Paths outside the document (the
+ * page, the docs, a path that is no route) are only held to the document's Problem schema when they
+ * answer an error.
  */
 export function auditResponses(app: FastifyInstance): ResponseAudit {
   const ajv = new Ajv2020({ strict: false, allErrors: true });
@@ -46,14 +52,32 @@ export function auditResponses(app: FastifyInstance): ResponseAudit {
   const check = (request: FastifyRequest, reply: FastifyReply, body: string): void => {
     const document = app.swagger() as Document;
     const method = request.method.toLowerCase();
-    const template = request.routeOptions.url?.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
-    const operation = template === undefined ? undefined : document.paths?.[template]?.[method];
+    const routeUrl = request.routeOptions.url;
+    const template = routeUrl === undefined ? undefined : openApiPath(routeUrl);
+    const pathItem = template === undefined ? undefined : document.paths?.[template];
+    const operation = pathItem?.[method];
     const where = `${request.method} ${request.url} -> ${reply.statusCode}`;
     const status = String(reply.statusCode);
 
     let documented: DocumentedResponse | undefined;
     let schemaPointer: (mediaType: string) => string;
-    if (operation !== undefined) {
+    if (pathItem !== undefined && operation === undefined && reply.statusCode === 405) {
+      const refused = pathItem[REFUSED_METHODS_EXTENSION];
+      if (refused === undefined) {
+        mismatches.push(`${where}: ${template} does not describe how it refuses methods`);
+        return;
+      }
+      const allow = reply.getHeader('allow');
+      if (allow !== refused.allow) {
+        mismatches.push(`${where}: Allow is ${JSON.stringify(allow)}, the document says ${JSON.stringify(refused.allow)}`);
+        return;
+      }
+      documented = refused.response;
+      schemaPointer = (mediaType) => `/paths/${escape(template!)}/${REFUSED_METHODS_EXTENSION}/response/content/${escape(mediaType)}/schema`;
+    } else if (pathItem !== undefined && operation === undefined && reply.statusCode < 400) {
+      mismatches.push(`${where}: ${request.method} is not an operation of ${template}`);
+      return;
+    } else if (operation !== undefined) {
       documented = operation.responses?.[status];
       if (documented === undefined) {
         mismatches.push(`${where}: status not documented for ${request.method} ${template}`);
