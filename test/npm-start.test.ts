@@ -105,6 +105,10 @@ describe('npm start', { timeout: 120_000 }, () => {
     const built = statSync(SERVER).mtimeMs;
     const service = await started(t, run('npm', ['start'], { DATABASE_URL: await freshDatabase(t) }));
     assert.equal((await send(`${service.url}/healthz`)).status, 200);
+    // The bundle still finds what it reads from disk: the page, its script, the API reference's assets.
+    for (const path of ['/', '/assets/catalogue.js', '/assets/style.css', '/docs', '/docs/static/swagger-ui-bundle.js']) {
+      assert.equal((await send(`${service.url}${path}`)).status, 200, path);
+    }
     assert.ok(isRunning(service.servicePid));
 
     process.kill(service.child.pid!, 'SIGTERM');

@@ -5,11 +5,10 @@ import { findStaleSource } from '../../src/build-freshness.js';
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /**
- * Compiles the sources into `dist/` as `npm run build` does, unless the build is already current:
- * what `npm start`, the `catalogue` command and the page's script run is the build, while most
- * tests run the sources.
+ * Builds `dist/` with `npm run build`, unless the build is already current: what `npm start`, the
+ * `catalogue` command and the page's script run is the build, while most tests run the sources.
  */
 export function ensureBuild(): void {
   if (findStaleSource(ROOT) === undefined) return;
-  execFileSync(process.execPath, [`${ROOT}node_modules/typescript/bin/tsc`, '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
 }
