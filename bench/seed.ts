@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
@@ -10,12 +11,15 @@ const BATCH = 20_000;
 export type Progress = (done: number, total: number) => void;
 
 /**
- * Creates the schema with the migrations of the service build in `dist` (its own `cli/migrate.js`,
- * so that an older build gets its own schema), exactly as a deployment would.
+ * Creates the schema with the migrations of the service build in `dist` (its own `catalogue migrate`,
+ * or `cli/migrate.js` in builds older than that command, so that an older build gets its own schema),
+ * exactly as a deployment would.
  * @throws with the migration's message when it exits non-zero.
  */
 export function migrateWith(dist: string, databaseUrl: string): void {
-  execFileSync(process.execPath, [join(dist, 'cli', 'migrate.js')], { env: { ...process.env, DATABASE_URL: databaseUrl }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const catalogue = join(dist, 'cli', 'catalogue.js');
+  const command = existsSync(catalogue) ? [catalogue, 'migrate'] : [join(dist, 'cli', 'migrate.js')];
+  execFileSync(process.execPath, command, { env: { ...process.env, DATABASE_URL: databaseUrl }, stdio: ['ignore', 'ignore', 'pipe'] });
 }
 
 /**

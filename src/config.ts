@@ -33,6 +33,11 @@ export interface Config {
    * host of v2 page links.
    */
   readonly trustProxy: false | number | readonly string[];
+  /**
+   * Whether opening the database brings its schema up to date. Off for deployments that migrate as a
+   * separate step: the service then refuses a schema that is not current.
+   */
+  readonly migrateOnStart: boolean;
 }
 
 export class ConfigError extends Error {
@@ -44,6 +49,8 @@ export class ConfigError extends Error {
     this.problems = problems;
   }
 }
+
+const BOOLEANS: ReadonlyMap<string, boolean> = new Map([['true', true], ['false', false], ['1', true], ['0', false]]);
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -123,6 +130,12 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     problems.push(`TRUST_PROXY=${JSON.stringify(trustProxyText)} is not valid: expected a number of proxy hops (1 to 10), or a comma-separated list of proxy addresses or CIDR ranges such as 10.0.0.0/8.`);
   }
 
+  const migrateOnStartText = read('MIGRATE_ON_START', 'true').toLowerCase();
+  const migrateOnStart = BOOLEANS.get(migrateOnStartText);
+  if (migrateOnStart === undefined) {
+    problems.push(`MIGRATE_ON_START=${JSON.stringify(migrateOnStartText)} is not valid: expected true or false.`);
+  }
+
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({
     port,
@@ -137,6 +150,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     apiToken,
     rateLimit: rateLimit ?? undefined,
     trustProxy: trustProxy!,
+    migrateOnStart: migrateOnStart!,
   });
 }
 

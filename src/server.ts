@@ -1,12 +1,26 @@
 import { buildApp } from './app.js';
+import { staleBuildProblem } from './build-freshness.js';
 import { ConfigError, loadConfig, redactPassword, startupWarnings } from './config.js';
 import { loggerOptions } from './http/logging.js';
+import { SchemaNotCurrentError } from './storage/migrations.js';
 import { openStore } from './storage/open-store.js';
 
 /** How long in-flight requests may take to finish after a stop signal. */
 const SHUTDOWN_GRACE_MS = 10_000;
 
 async function main(): Promise<void> {
+  // Until the service listens there is nothing to finish: a stop signal simply ends the start.
+  let onStopSignal = (_signal: NodeJS.Signals): void => process.exit(0);
+  // `on`, not `once`: a second signal must not kill the process mid-stop. It comes routinely: Ctrl-C
+  // reaches npm and the service alike, and npm passes its own signal on to the service.
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => onStopSignal(signal));
+
+  const stale = staleBuildProblem(import.meta.url);
+  if (stale !== undefined) {
+    console.error(stale);
+    process.exit(1);
+  }
+
   let config;
   try {
     config = loadConfig(process.env);
@@ -21,19 +35,29 @@ async function main(): Promise<void> {
   const where = config.database.kind === 'sqlite' ? `sqlite:${config.database.path}` : redactPassword(config.database.url);
   let store;
   try {
-    store = await openStore(config.database, { poolMax: config.dbPoolMax });
+    store = await openStore(config.database, { poolMax: config.dbPoolMax, migrate: config.migrateOnStart });
   } catch (error) {
-    console.error(`Cannot open the database ${where}: ${error instanceof Error ? error.message : String(error)}`);
+    if (error instanceof SchemaNotCurrentError) {
+      console.error(`${error.message} Run \`npx catalogue migrate\` first (MIGRATE_ON_START is false).`);
+    } else {
+      console.error(`Cannot open the database ${where}: ${error instanceof Error ? error.message : String(error)}`);
+    }
     process.exit(1);
   }
 
   const app = await buildApp({ config, store, logger: loggerOptions(config.logLevel) });
-  await app.listen({ port: config.port, host: config.host });
+  try {
+    await app.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    console.error(listenProblem(error, config.host, config.port));
+    await store.close().catch(() => undefined);
+    process.exit(1);
+  }
   app.log.info(`catalogue on ${where}, ${config.pagination} pagination`);
   for (const warning of startupWarnings(config)) app.log.warn(warning);
 
   let stopping = false;
-  const stop = async (signal: string): Promise<void> => {
+  onStopSignal = (signal) => {
     if (stopping) return;
     stopping = true;
     app.log.info(`${signal} received; finishing requests in flight`);
@@ -42,12 +66,27 @@ async function main(): Promise<void> {
       process.exit(1);
     }, SHUTDOWN_GRACE_MS);
     timer.unref();
-    await app.close();
-    await store.close();
-    process.exit(0);
+    void app
+      .close()
+      .then(() => store.close())
+      .then(
+        () => process.exit(0),
+        (error: unknown) => {
+          app.log.error(error, 'stopping failed');
+          process.exit(1);
+        },
+      );
   };
-  process.once('SIGTERM', () => void stop('SIGTERM'));
-  process.once('SIGINT', () => void stop('SIGINT'));
+}
+
+/** One line saying why the service cannot listen, instead of the error's stack. */
+function listenProblem(error: unknown, host: string, port: number): string {
+  const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
+  const where = `${host}:${port}`;
+  if (code === 'EADDRINUSE') return `Cannot listen on ${where}: the port is in use by another process (set PORT to another port).`;
+  if (code === 'EACCES') return `Cannot listen on ${where}: permission denied (ports below 1024 need privileges; set PORT to 1024 or above).`;
+  if (code === 'EADDRNOTAVAIL') return `Cannot listen on ${where}: this machine has no such address (set HOST to one of its addresses).`;
+  return `Cannot listen on ${where}: ${error instanceof Error ? error.message : String(error)}`;
 }
 
 await main();

@@ -17,6 +17,7 @@ describe('loadConfig', () => {
       apiToken: undefined,
       rateLimit: undefined,
       trustProxy: false,
+      migrateOnStart: true,
     });
   });
 
@@ -98,6 +99,15 @@ describe('loadConfig', () => {
       assert.deepEqual(startupWarnings(loadConfig({ HOST: host })), [], host);
     }
     assert.equal(isLoopbackHost('192.168.1.5'), false);
+  });
+
+  it('reads whether to migrate at start', () => {
+    for (const [text, value] of [['false', false], ['FALSE', false], ['0', false], ['true', true], ['1', true], ['', true]] as const) {
+      assert.equal(loadConfig({ MIGRATE_ON_START: text }).migrateOnStart, value, text);
+    }
+    for (const bad of ['no', 'off', 'yes', 'toString']) {
+      assert.throws(() => loadConfig({ MIGRATE_ON_START: bad }), /MIGRATE_ON_START="[a-z]+" is not valid: expected true or false\./, bad);
+    }
   });
 
   it('reads which proxies to trust', () => {

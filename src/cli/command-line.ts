@@ -1,45 +1,125 @@
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.js';
+import { SchemaNotCurrentError } from '../storage/migrations.js';
 import { openStore } from '../storage/open-store.js';
 import type { CatalogueStore } from '../storage/store.js';
 import { formatOfPath, type FileFormat } from './product-rows.js';
 
-/** Ends the command with a message on standard error and exit status 1. */
-export function fail(message: string): never {
-  console.error(message);
-  process.exit(1);
+/** The exit statuses every command keeps (docs/OPERATIONS.md lists them). */
+export const EXIT = Object.freeze({ done: 0, failed: 1, usage: 2 });
+
+/** One subcommand of `catalogue`. */
+export interface Command {
+  readonly name: string;
+  /** One line for the list of commands. */
+  readonly summary: string;
+  /** The whole `--help` text, usage line first. */
+  readonly help: string;
+  /** Runs with the arguments after the command's name; resolves to the exit status. */
+  run(args: readonly string[]): Promise<number>;
 }
 
-/** The command's flags and file names; a wrong flag ends the command with the usage. */
-export function readArguments<T extends NonNullable<ParseArgsConfig['options']>>(options: T, usage: string) {
-  try {
-    return parseArgs({ allowPositionals: true, options });
-  } catch (error) {
-    return fail(`${describe(error)}\n${usage}`);
+export interface OptionSpec {
+  readonly type: 'boolean' | 'string';
+  readonly short?: string;
+}
+
+/** The command line was wrong: nothing was done. Shown with a pointer to `--help`, exit status 2. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
   }
+}
+
+/** The command ran and failed; its message is the whole report. Exit status 1. */
+export class CommandFailure extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CommandFailure';
+  }
+}
+
+export interface ParsedArguments {
+  readonly values: Readonly<Record<string, string | boolean | undefined>>;
+  readonly positionals: readonly string[];
+}
+
+/**
+ * Reads a command's arguments. `-h` or `--help` anywhere before `--` wins over every other argument,
+ * even a wrong one, so that asking for help never runs the command and never fails.
+ *
+ * @returns `'help'` when help was asked for.
+ * @throws UsageError for an unknown option, a missing value, or a value given to a flag.
+ */
+export function readArguments(args: readonly string[], options: Readonly<Record<string, OptionSpec>>): ParsedArguments | 'help' {
+  const { tokens } = parseArgs({
+    args: [...args],
+    options: { ...options, help: { type: 'boolean', short: 'h' } },
+    allowPositionals: true,
+    strict: false,
+    tokens: true,
+  });
+  if (tokens.some((token) => token.kind === 'option' && token.name === 'help')) return 'help';
+
+  const values: Record<string, string | boolean | undefined> = {};
+  const positionals: string[] = [];
+  for (const token of tokens) {
+    if (token.kind === 'positional') positionals.push(token.value);
+    if (token.kind !== 'option') continue;
+    const spec = options[token.name];
+    if (spec === undefined) throw new UsageError(`Unknown option ${token.rawName}.`);
+    if (spec.type === 'boolean') {
+      if (token.value !== undefined) throw new UsageError(`${token.rawName} takes no value.`);
+      values[token.name] = true;
+    } else {
+      if (token.value === undefined) throw new UsageError(`${token.rawName} needs a value.`);
+      values[token.name] = token.value;
+    }
+  }
+  return { values, positionals };
 }
 
 /** `--format`, or else the format the file name implies (CSV without a file). */
-export function readFormat(given: unknown, path: string | undefined, usage: string): FileFormat {
+export function readFormat(given: string | boolean | undefined, path: string | undefined): FileFormat {
   const format = given ?? (path === undefined ? 'csv' : formatOfPath(path));
-  if (format !== 'csv' && format !== 'json') fail(`--format must be csv or json.\n${usage}`);
+  if (format !== 'csv' && format !== 'json') throw new UsageError(`--format must be csv or json, not ${JSON.stringify(format)}.`);
   return format;
 }
 
-/** The settings and the store the environment names; either failing ends the command. */
+/**
+ * The settings and the store the environment names. The store is migrated as the service's would
+ * be: with MIGRATE_ON_START=false it must already be current.
+ *
+ * @throws CommandFailure when a setting is bad or the database cannot be opened.
+ */
 export async function openConfiguredStore(): Promise<{ config: Config; store: CatalogueStore }> {
-  let config: Config;
+  const config = readConfig();
   try {
-    config = loadConfig(process.env);
+    const store = await openStore(config.database, { poolMax: config.dbPoolMax, migrate: config.migrateOnStart });
+    return { config, store };
   } catch (error) {
-    fail(error instanceof ConfigError ? error.message : describe(error));
+    if (error instanceof SchemaNotCurrentError) {
+      throw new CommandFailure(`${error.message} Run \`catalogue migrate\` first (MIGRATE_ON_START is false).`);
+    }
+    throw new CommandFailure(`Cannot open the database: ${describe(error)}`);
   }
-  const store = await openStore(config.database, { poolMax: config.dbPoolMax }).catch((error: unknown) =>
-    fail(`Cannot open the database: ${describe(error)}`),
-  );
-  return { config, store };
+}
+
+/** @throws CommandFailure naming each bad setting. */
+export function readConfig(): Config {
+  try {
+    return loadConfig(process.env);
+  } catch (error) {
+    throw new CommandFailure(error instanceof ConfigError ? error.message : describe(error));
+  }
 }
 
 export function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** Whether `error` is a write to a pipe whose reader has gone (`catalogue export | head`). */
+export function isBrokenPipe(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && 'code' in error && error.code === 'EPIPE';
 }

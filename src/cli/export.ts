@@ -1,24 +1,44 @@
 import { createWriteStream } from 'node:fs';
-import { describe, fail, openConfiguredStore, readArguments, readFormat } from './command-line.js';
+import { CommandFailure, EXIT, describe, isBrokenPipe, openConfiguredStore, readArguments, readFormat, UsageError, type Command } from './command-line.js';
 import { exportProducts } from './export-products.js';
 
-const USAGE = 'Usage: npm run export -- [--format csv|json] [FILE]   (without FILE: standard output)';
+export const exportCommand: Command = {
+  name: 'export',
+  summary: 'write the whole catalogue as CSV or JSON',
+  help: `Usage: catalogue export [--format csv|json] [FILE]
 
-const args = readArguments({ format: { type: 'string' } }, USAGE);
-const [path, ...extra] = args.positionals;
-if (extra.length > 0) fail(USAGE);
-const format = readFormat(args.values.format, path, USAGE);
+Writes every product, in pk order, in the format import reads: CSV with a name,barcode,price header,
+or a JSON array. Prices are exact, with two decimals. Without FILE the data goes to standard output,
+alone: the summary and any message go to standard error.
 
-const { store } = await openConfiguredStore();
+Options:
+  --format FORMAT  csv or json (default: from FILE's name, .json is JSON, anything else CSV)
+  -h, --help       show this help
 
-let failure: string | undefined;
-try {
-  const count = await exportProducts(store, format, path === undefined ? process.stdout : createWriteStream(path));
-  // The summary goes to standard error, so that standard output holds the data alone.
-  console.error(`Exported ${count} product${count === 1 ? '' : 's'}${path === undefined ? '' : ` to ${path}`}.`);
-} catch (error) {
-  failure = `Export failed: ${describe(error)}`;
-} finally {
-  await store.close();
-}
-if (failure !== undefined) fail(failure);
+Exit status: 0 exported (also when a reader such as \`head\` stops reading early), 1 failed, 2 wrong usage.
+`,
+
+  async run(args) {
+    const parsed = readArguments(args, { format: { type: 'string' } });
+    if (parsed === 'help') {
+      process.stdout.write(this.help);
+      return EXIT.done;
+    }
+    const [path, ...extra] = parsed.positionals;
+    if (extra.length > 0) throw new UsageError(`Expected at most one FILE, got ${parsed.positionals.length}.`);
+    const format = readFormat(parsed.values['format'], path);
+
+    const { store } = await openConfiguredStore();
+    try {
+      const count = await exportProducts(store, format, path === undefined ? process.stdout : createWriteStream(path));
+      console.error(`Exported ${count} product${count === 1 ? '' : 's'}${path === undefined ? '' : ` to ${path}`}.`);
+      return EXIT.done;
+    } catch (error) {
+      // The reader took what it wanted; there is nobody left to tell.
+      if (path === undefined && isBrokenPipe(error)) return EXIT.done;
+      throw new CommandFailure(`Export failed: ${describe(error)}`);
+    } finally {
+      await store.close();
+    }
+  },
+};

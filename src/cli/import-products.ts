@@ -1,5 +1,5 @@
 import { checkNewProduct, type FieldErrors, type NewProduct } from '../catalogue/product.js';
-import type { CatalogueStore } from '../storage/store.js';
+import type { CatalogueStore, PriceListOutcome } from '../storage/store.js';
 import { readProductRows, type FileFormat, type SourceRow } from './product-rows.js';
 
 /** Rows checked against the catalogue, or inserted, at a time. */
@@ -14,12 +14,16 @@ export interface ImportOptions {
   readonly format: FileFormat;
   /** Import the valid rows even when some are bad; otherwise any bad row stops the whole import. */
   readonly skipInvalid: boolean;
+  /**
+   * A product whose barcode is already in the catalogue takes the file's name and price (a price
+   * list); otherwise such a row is bad.
+   */
+  readonly update: boolean;
   /** Told of each chunk of bytes read, in the `checking` pass and then the `importing` pass. */
   readonly onProgress?: (phase: 'checking' | 'importing', bytes: number) => void;
 }
 
-export interface ImportResult {
-  readonly imported: number;
+export interface ImportResult extends PriceListOutcome {
   /** In line order. */
   readonly bad: readonly BadRow[];
 }
@@ -28,16 +32,16 @@ export interface ImportResult {
  * Imports a file of products with the API's own rules, all or nothing by default.
  *
  * The file is read twice, streaming, so its size is bounded by the disk, not memory (only its
- * barcodes are kept): first every row is checked (product rules, a barcode repeated in the file or
- * already in the catalogue); then, if no row is bad or bad rows may be skipped, the good rows are
- * inserted in batches inside one transaction.
+ * barcodes are kept): first every row is checked (product rules, a barcode repeated in the file or,
+ * unless updating, already in the catalogue); then, if no row is bad or bad rows may be skipped, the
+ * good rows are written in batches inside one transaction.
  *
  * @throws UnreadableFileError when the file is not in the format; DuplicateBarcodeError when another
  *   writer took a barcode between the passes. Nothing is imported then.
  */
 export async function importProductFile(store: CatalogueStore, path: string, options: ImportOptions): Promise<ImportResult> {
   const bad = await findBadRows(store, path, options);
-  if (bad.length > 0 && !options.skipInvalid) return { imported: 0, bad };
+  if (bad.length > 0 && !options.skipInvalid) return { added: 0, changed: 0, unchanged: 0, bad };
 
   const badLines = new Set(bad.map((row) => row.line));
   async function* batches(): AsyncGenerator<NewProduct[]> {
@@ -54,8 +58,8 @@ export async function importProductFile(store: CatalogueStore, path: string, opt
     }
     if (batch.length > 0) yield batch;
   }
-  const imported = await store.insertProducts(batches());
-  return { imported, bad };
+  if (options.update) return { ...(await store.applyPriceList(batches())), bad };
+  return { added: await store.insertProducts(batches()), changed: 0, unchanged: 0, bad };
 }
 
 async function findBadRows(store: CatalogueStore, path: string, options: ImportOptions): Promise<BadRow[]> {
@@ -63,7 +67,8 @@ async function findBadRows(store: CatalogueStore, path: string, options: ImportO
   const lineOfBarcode = new Map<string, number>();
   let pending: Array<{ line: number; barcode: string }> = [];
   const checkPending = async (): Promise<void> => {
-    const taken = await store.existingBarcodes(pending.map((row) => row.barcode));
+    // A price list names products already in the catalogue on purpose.
+    const taken = options.update ? new Set<string>() : await store.existingBarcodes(pending.map((row) => row.barcode));
     for (const row of pending) {
       if (taken.has(row.barcode)) bad.push({ line: row.line, reason: `barcode: ${row.barcode} is already in the catalogue.` });
     }

@@ -1,63 +1,100 @@
 import { statSync } from 'node:fs';
 import { SingleBar } from 'cli-progress';
 import { DuplicateBarcodeError } from '../catalogue/errors.js';
-import { describe, fail, openConfiguredStore, readArguments, readFormat } from './command-line.js';
-import { importProductFile } from './import-products.js';
+import { CommandFailure, EXIT, describe, openConfiguredStore, readArguments, readFormat, UsageError, type Command } from './command-line.js';
+import { importProductFile, type ImportResult } from './import-products.js';
 import { UnreadableFileError } from './product-rows.js';
 
-const USAGE = 'Usage: npm run import -- [--skip-invalid] [--format csv|json] FILE';
+export const importCommand: Command = {
+  name: 'import',
+  summary: 'add products from a CSV or JSON file, or update names and prices (--update)',
+  help: `Usage: catalogue import [--update] [--skip-invalid] [--format csv|json] FILE
 
-const args = readArguments({ 'skip-invalid': { type: 'boolean', default: false }, format: { type: 'string' } }, USAGE);
-const [path, ...extra] = args.positionals;
-if (path === undefined || extra.length > 0) fail(USAGE);
-const format = readFormat(args.values.format, path, USAGE);
+Adds the products of FILE to the catalogue, each checked with the API's rules: all of them, or
+none when any row is bad. FILE is CSV with a name,barcode,price header, or a JSON array of
+{"name", "barcode", "price"} objects.
 
-let size: number;
-try {
-  size = statSync(path).size;
-} catch (error) {
-  fail(`Cannot read ${path}: ${describe(error)}`);
-}
+Options:
+  --update         apply a price list: a product whose barcode is already in the catalogue takes
+                   FILE's name and price (its pk stays), the others are added
+  --skip-invalid   import the valid rows and list the bad ones, instead of importing nothing
+  --format FORMAT  csv or json (default: from FILE's name, .json is JSON, anything else CSV)
+  -h, --help       show this help
 
-const { store } = await openConfiguredStore();
+Bad rows are listed on standard error as "line N: field: reason", then the summary.
+Exit status: 0 imported (bad rows skipped with --skip-invalid), 1 nothing imported (a bad row,
+an unreadable file, a database error), 2 wrong usage.
+`,
 
-// A bar only for a person at a terminal; a log or a pipe gets the summary alone.
-const bar = process.stdout.isTTY ? new SingleBar({ format: '{phase} |{bar}| {percentage}%', hideCursor: true }) : undefined;
-let phase = '';
-let done = 0;
+  async run(args) {
+    const parsed = readArguments(args, { update: { type: 'boolean' }, 'skip-invalid': { type: 'boolean' }, format: { type: 'string' } });
+    if (parsed === 'help') {
+      process.stdout.write(this.help);
+      return EXIT.done;
+    }
+    const [path, ...extra] = parsed.positionals;
+    if (path === undefined) throw new UsageError('Name the FILE to import.');
+    if (extra.length > 0) throw new UsageError(`Expected one FILE, got ${parsed.positionals.length}.`);
+    const format = readFormat(parsed.values['format'], path);
+    const skipInvalid = parsed.values['skip-invalid'] === true;
+    const update = parsed.values['update'] === true;
 
-let failure: string | undefined;
-try {
-  const result = await importProductFile(store, path, {
-    format,
-    skipInvalid: args.values['skip-invalid'] === true,
-    onProgress: (current, bytes) => {
-      if (bar === undefined) return;
-      if (current !== phase) {
-        if (phase !== '') bar.stop();
-        phase = current;
+    let size: number;
+    try {
+      size = statSync(path).size;
+    } catch (error) {
+      throw new CommandFailure(`Cannot read ${path}: ${describe(error)}`);
+    }
+
+    const { store } = await openConfiguredStore();
+    const progress = progressBar(size);
+    let result: ImportResult;
+    try {
+      result = await importProductFile(store, path, { format, skipInvalid, update, onProgress: progress.update });
+    } catch (error) {
+      if (error instanceof UnreadableFileError) throw new CommandFailure(`${path}: ${error.message.replace(/([^.])$/, '$1.')} Nothing was imported.`);
+      if (error instanceof DuplicateBarcodeError) throw new CommandFailure(`${error.message} It was added while the import ran; nothing was imported.`);
+      throw new CommandFailure(`Import failed; nothing was imported: ${describe(error)}`);
+    } finally {
+      progress.stop();
+      await store.close();
+    }
+
+    for (const row of result.bad) console.error(`line ${row.line}: ${row.reason}`);
+    if (result.bad.length > 0 && !skipInvalid) {
+      const count = `${result.bad.length} ${result.bad.length === 1 ? 'row is' : 'rows are'}`;
+      throw new CommandFailure(`${count} not valid; nothing was imported. Fix them, or pass --skip-invalid to import the valid rows only.`);
+    }
+    const skipped = result.bad.length > 0 ? `; skipped ${result.bad.length} invalid row${result.bad.length === 1 ? '' : 's'}` : '';
+    console.error(
+      update
+        ? `Updated the catalogue from ${path}: ${result.added} added, ${result.changed} changed, ${result.unchanged} unchanged${skipped}.`
+        : `Imported ${result.added} product${result.added === 1 ? '' : 's'} from ${path}${skipped}.`,
+    );
+    return EXIT.done;
+  },
+};
+
+/** A bar per pass for a person at a terminal; a log or a pipe gets the summary alone. */
+function progressBar(size: number): { update: (phase: string, bytes: number) => void; stop: () => void } {
+  if (!process.stderr.isTTY) return { update: () => undefined, stop: () => undefined };
+  // cli-progress draws on standard error, so standard output stays free for data.
+  const bar = new SingleBar({ format: '{phase} |{bar}| {percentage}%', hideCursor: true });
+  let current = '';
+  let done = 0;
+  return {
+    update: (phase, bytes) => {
+      if (phase !== current) {
+        if (current !== '') bar.stop();
+        current = phase;
         done = 0;
-        bar.start(Math.max(size, 1), 0, { phase: current.padEnd(9) });
+        bar.start(Math.max(size, 1), 0, { phase: phase.padEnd(9) });
       }
       done += bytes;
       bar.update(done);
     },
-  });
-  bar?.stop();
-  for (const row of result.bad) console.error(`line ${row.line}: ${row.reason}`);
-  if (result.bad.length > 0 && args.values['skip-invalid'] !== true) {
-    const count = `${result.bad.length} ${result.bad.length === 1 ? 'row is' : 'rows are'}`;
-    failure = `${count} not valid; nothing was imported. Fix them, or pass --skip-invalid to import the valid rows only.`;
-  } else {
-    const skipped = result.bad.length > 0 ? `; skipped ${result.bad.length} invalid rows` : '';
-    console.log(`Imported ${result.imported} product${result.imported === 1 ? '' : 's'} from ${path}${skipped}.`);
-  }
-} catch (error) {
-  bar?.stop();
-  if (error instanceof UnreadableFileError) failure = `${path}: ${error.message.replace(/([^.])$/, '$1.')} Nothing was imported.`;
-  else if (error instanceof DuplicateBarcodeError) failure = `${error.message} It was added while the import ran; nothing was imported.`;
-  else failure = `Import failed; nothing was imported: ${describe(error)}`;
-} finally {
-  await store.close();
+    stop: () => {
+      if (current !== '') bar.stop();
+    },
+  };
 }
-if (failure !== undefined) fail(failure);

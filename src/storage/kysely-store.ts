@@ -1,7 +1,7 @@
 import { sql, type CompiledQuery, type Kysely, type Selectable } from 'kysely';
 import type { NewProduct, Product } from '../catalogue/product.js';
 import { DuplicateBarcodeError, StoreUnavailableError } from '../catalogue/errors.js';
-import type { CatalogueStore, CatalogueSummary, IdempotencyRecord, KeyedCreation, PoolStats, ProductPage } from './store.js';
+import type { CatalogueStore, CatalogueSummary, IdempotencyRecord, KeyedCreation, PoolStats, PriceListOutcome, ProductPage } from './store.js';
 import type { Database, ProductTable } from './schema.js';
 
 /** What differs between databases once the queries are shared: how their errors read. */
@@ -201,6 +201,62 @@ export class KyselyCatalogueStore implements CatalogueStore {
     }
   }
 
+  async applyPriceList(batches: AsyncIterable<readonly NewProduct[]>): Promise<PriceListOutcome> {
+    let chunk: readonly NewProduct[] = [];
+    try {
+      return await this.#db.transaction().execute(async (transaction) => {
+        const trx = transaction.withTables<{ new_product: NewProductRow }>();
+        let changed = 0;
+        let listed = 0;
+        for await (const batch of batches) {
+          for (let start = 0; start < batch.length; start += ROWS_PER_STATEMENT) {
+            chunk = batch.slice(start, start + ROWS_PER_STATEMENT);
+            const withList = trx.with('price_list(ord, barcode, name, price_cents)', () => priceListRows(chunk, listed));
+            // The first statement writes, so it takes SQLite's write lock at once, before anything is read.
+            const updated = await withList
+              .updateTable('product')
+              .from('price_list')
+              .set((eb) => ({ name: eb.ref('price_list.name'), price_cents: eb.ref('price_list.price_cents') }))
+              .whereRef('product.barcode', '=', 'price_list.barcode')
+              .where((eb) => eb.or([eb('product.name', '<>', eb.ref('price_list.name')), eb('product.price_cents', '<>', eb.ref('price_list.price_cents'))]))
+              .executeTakeFirstOrThrow();
+            changed += Number(updated.numUpdatedRows);
+            if (listed === 0) await createNewProductTable(trx);
+            await withList
+              .insertInto('new_product')
+              .columns(['ord', 'name', 'barcode', 'price_cents'])
+              .expression((eb) =>
+                eb
+                  .selectFrom('price_list')
+                  .select(['price_list.ord', 'price_list.name', 'price_list.barcode', 'price_list.price_cents'])
+                  .where(({ not, exists, selectFrom }) =>
+                    not(exists(selectFrom('product').select('product.pk').whereRef('product.barcode', '=', 'price_list.barcode'))),
+                  ),
+              )
+              .execute();
+            listed += chunk.length;
+          }
+        }
+        if (listed === 0) return { added: 0, changed: 0, unchanged: 0 };
+        // New products draw their pks only now, in list order, once the whole list has been read: a list
+        // that fails before has drawn none (a PostgreSQL sequence is not rolled back with the
+        // transaction), and listed products already stored draw none either (an upsert, ON CONFLICT,
+        // would draw one for each on PostgreSQL). So pks come out the same on every database.
+        const inserted = await trx
+          .insertInto('product')
+          .columns(['name', 'barcode', 'price_cents'])
+          .expression((eb) => eb.selectFrom('new_product').select(['name', 'barcode', 'price_cents']).orderBy('ord'))
+          .executeTakeFirstOrThrow();
+        await trx.schema.dropTable('new_product').execute();
+        const added = Number(inserted.numInsertedOrUpdatedRows ?? 0);
+        return { added, changed, unchanged: listed - added - changed };
+      });
+    } catch (error) {
+      if (this.#errors.isUniqueViolation(error)) throw new DuplicateBarcodeError(await this.#takenBarcode(chunk));
+      throw this.#translate(error);
+    }
+  }
+
   poolStats(): PoolStats | undefined {
     return this.#poolStats?.();
   }
@@ -260,6 +316,37 @@ function pageQuery(offset: number, limit: number) {
       LIMIT ${limit}
     ) p ON 1 = 1
     ORDER BY p.pk`;
+}
+
+/**
+ * A chunk of a price list as rows of a table `(ord, barcode, name, price_cents)`, typed alike on every
+ * database; `ord` is the row's place in the whole list, counted from `firstOrd`.
+ */
+function priceListRows(products: readonly NewProduct[], firstOrd: number) {
+  const rows = products.map(
+    (p, i) => sql`(${sql.lit(firstOrd + i)}, cast(${p.barcode} as text), cast(${p.name} as text), cast(${p.priceCents} as bigint))`,
+  );
+  return sql<{ ord: number; barcode: string; name: string; price_cents: number }>`(values ${sql.join(rows)})`;
+}
+
+/** Products of a price list waiting to be added, by their place in the list. */
+interface NewProductRow {
+  ord: number;
+  name: string;
+  barcode: string;
+  price_cents: number;
+}
+
+/** A table of the transaction's own (dropped with it on PostgreSQL, rolled back with it on SQLite). */
+async function createNewProductTable(trx: Kysely<Database & { new_product: NewProductRow }>): Promise<void> {
+  await trx.schema
+    .createTable('new_product')
+    .temporary()
+    .addColumn('ord', 'bigint', (col) => col.notNull())
+    .addColumn('name', 'text', (col) => col.notNull())
+    .addColumn('barcode', 'text', (col) => col.notNull())
+    .addColumn('price_cents', 'bigint', (col) => col.notNull())
+    .execute();
 }
 
 function withParameters<R>(query: CompiledQuery<R>, parameters: readonly unknown[]): CompiledQuery<R> {

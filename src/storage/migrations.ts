@@ -125,6 +125,18 @@ class InCodeMigrations implements MigrationProvider {
   }
 }
 
+/** The database's schema is behind this version's, and the service was told not to migrate it. */
+export class SchemaNotCurrentError extends Error {
+  /** The migrations this version has that the database has not run, oldest first. */
+  readonly pending: readonly string[];
+
+  constructor(pending: readonly string[]) {
+    super(`The database schema is not current: ${pending.join(', ')} ${pending.length === 1 ? 'has' : 'have'} not run.`);
+    this.name = 'SchemaNotCurrentError';
+    this.pending = pending;
+  }
+}
+
 /**
  * Brings the database's schema up to date.
  *
@@ -132,16 +144,30 @@ class InCodeMigrations implements MigrationProvider {
  * @throws the migration's error; the failed step is rolled back where the database allows it.
  */
 export async function migrateToLatest(db: Kysely<unknown>, dialect: DialectKind): Promise<string[]> {
-  const migrator = new Migrator({
+  const { error, results } = await (await migratorFor(db, dialect)).migrateToLatest();
+  if (error !== undefined) throw error;
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/**
+ * Checks, without changing anything, that every migration of this version has run.
+ *
+ * @throws SchemaNotCurrentError naming the migrations that have not.
+ */
+export async function assertSchemaCurrent(db: Kysely<unknown>, dialect: DialectKind): Promise<void> {
+  const migrations = await (await migratorFor(db, dialect)).getMigrations();
+  const pending = migrations.filter((migration) => migration.executedAt === undefined).map((migration) => migration.name);
+  if (pending.length > 0) throw new SchemaNotCurrentError(pending);
+}
+
+async function migratorFor(db: Kysely<unknown>, dialect: DialectKind): Promise<Migrator> {
+  return new Migrator({
     db,
     provider: new InCodeMigrations(dialect),
     // Kysely looks for its bookkeeping tables in every schema unless told which one; another schema's
     // tables in the same database would then pass for this one's.
     migrationTableSchema: dialect === 'postgres' ? await currentSchema(db) : undefined,
   });
-  const { error, results } = await migrator.migrateToLatest();
-  if (error !== undefined) throw error;
-  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 
 /** The schema PostgreSQL creates unqualified tables in: the first existing one on the `search_path`. */

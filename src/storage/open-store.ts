@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DatabaseLocation } from '../config.js';
 import { KyselyCatalogueStore } from './kysely-store.js';
-import { migrateToLatest } from './migrations.js';
+import { assertSchemaCurrent, migrateToLatest } from './migrations.js';
 import { connectPostgres, postgresErrors, postgresPoolStats } from './postgres/connect.js';
 import { openSqlite, sqliteErrors } from './sqlite/connect.js';
 import type { CatalogueStore } from './store.js';
@@ -10,26 +10,32 @@ import type { Database } from './schema.js';
 export interface StoreOptions {
   /** Most connections a PostgreSQL store keeps open (SQLite uses one). Default 10. */
   readonly poolMax?: number;
+  /** Bring the schema up to date (the default), or only check that it is. */
+  readonly migrate?: boolean;
 }
 
 const DEFAULT_POOL_MAX = 10;
 
 /**
- * Connects to the database a deployment names and brings its schema up to date.
+ * Connects to the database a deployment names and brings its schema up to date, or with
+ * `migrate: false` checks that it is.
  *
- * @throws when the database cannot be opened or migrated; nothing is left open then.
+ * @throws SchemaNotCurrentError with `migrate: false` when a migration has not run; any other error
+ *   when the database cannot be opened or migrated. Nothing is left open then.
  */
 export async function openStore(location: DatabaseLocation, options: StoreOptions = {}): Promise<CatalogueStore> {
-  if (location.kind === 'postgres') {
+  const migrate = options.migrate ?? true;
+  if (location.kind === 'postgres' && migrate) {
     // Migrating may outlast a request's time limits, or wait that long for another instance that
     // migrates, so it runs on connections of its own; the store's connections keep their limits.
     await migrateStore(location);
     return connect(location, options, 'serve').store;
   }
-  // One connection for both: a `:memory:` database exists only on the connection that made it.
+  // One connection for both on SQLite: a `:memory:` database exists only on the connection that made it.
   const { db, store } = connect(location, options, 'serve');
   try {
-    await migrateToLatest(db as unknown as Kysely<unknown>, location.kind);
+    if (migrate) await migrateToLatest(db as unknown as Kysely<unknown>, location.kind);
+    else await assertSchemaCurrent(db as unknown as Kysely<unknown>, location.kind);
   } catch (error) {
     await store.close().catch(() => undefined);
     throw error;

@@ -73,6 +73,17 @@ export interface CatalogueStore {
    */
   insertProducts(batches: AsyncIterable<readonly NewProduct[]>): Promise<number>;
 
+  /**
+   * Brings the catalogue in line with a price list, in one transaction: all or nothing. A product
+   * whose barcode is already stored takes the list's name and price and keeps its `pk`; the others
+   * are added, in list order, each drawing a `pk` only when it is stored. A product already as
+   * listed is not written at all, so the catalogue's revision moves only when something changed.
+   * Each barcode must appear at most once across the batches.
+   * @throws DuplicateBarcodeError when a barcode is added by another writer meanwhile; nothing is
+   *   stored then.
+   */
+  applyPriceList(batches: AsyncIterable<readonly NewProduct[]>): Promise<PriceListOutcome>;
+
   /** The connection pool's state, or `undefined` for a database without a pool. */
   poolStats(): PoolStats | undefined;
 
@@ -94,6 +105,15 @@ export interface IdempotencyRecord {
 export interface KeyedCreation {
   readonly fingerprint: string;
   readonly product: Product;
+}
+
+/** What applying a price list did, by product. */
+export interface PriceListOutcome {
+  readonly added: number;
+  /** Products whose name or price the list changed. */
+  readonly changed: number;
+  /** Products already as listed. */
+  readonly unchanged: number;
 }
 
 /** Connections of a pool, by state. */

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { buildPageScript, launchChromium, SCREENSHOTS } from '../helpers/browser.js';
+import { browserSkip, launchChromium, SCREENSHOTS } from '../helpers/browser.js';
+import { ensureBuild } from '../helpers/build.js';
 import { postJson } from '../helpers/http.js';
 import { createProduct, uniqueBarcode } from '../helpers/products.js';
 import { startFreshServer, type RunningServer } from '../helpers/server.js';
@@ -23,207 +24,210 @@ const STYLES = [
   { pagination: 'page-number', env: { PAGINATION: 'page-number' }, seeded: 23, pageSize: 10 },
 ] as const;
 
-let browser: Browser;
-before(async () => {
-  buildPageScript();
-  browser = await launchChromium();
-});
-after(async () => browser?.close());
+// One suite around them all, so that a machine without Chromium skips them with one line.
+describe('the catalogue in Chromium', { skip: browserSkip }, () => {
+  let browser: Browser;
+  before(async () => {
+    ensureBuild();
+    browser = await launchChromium();
+  });
+  after(async () => browser?.close());
 
-for (const style of STYLES) {
-  describe(`the catalogue page (${style.pagination})`, () => {
-    let server: RunningServer;
-    let context: BrowserContext;
-    const foreignRequests: string[] = [];
-    const shot = (page: Page, name: string) => page.screenshot({ path: join(SCREENSHOTS, `${style.pagination}-${name}.png`), fullPage: true });
-    const openPage = async (): Promise<Page> => {
-      const page = await context.newPage();
-      page.on('request', (request) => {
-        if (!request.url().startsWith(server.url)) foreignRequests.push(request.url());
-      });
-      await page.goto(`${server.url}/`);
-      await page.locator('#products tbody tr').first().waitFor();
-      return page;
-    };
-    const rowNames = (page: Page) => page.locator('#products tbody tr td:first-child').allTextContents();
-    const lastPages = Math.ceil(style.seeded / style.pageSize);
-
-    before(async () => {
-      server = await startFreshServer(STORES[0]!, style.env);
-      for (const [name, price] of GOODS.slice(0, style.seeded)) await createProduct(server.url, { name, price });
-      context = await browser.newContext({ viewport: { width: 1180, height: 820 } });
-    });
-    after(async () => {
-      await context?.close();
-      await server?.stop();
-    });
-
-    test('shows the first page, the count and where it is', async () => {
-      const page = await openPage();
-      assert.deepEqual(await rowNames(page), GOODS.slice(0, style.pageSize).map(([name]) => name));
-      assert.equal(await page.locator('#count').textContent(), `${style.seeded} products`);
-      assert.equal(await page.locator('#page-indicator').textContent(), `Page 1 of ${lastPages} · 1–${style.pageSize} of ${style.seeded}`);
-      assert.equal(await page.locator('#previous').isDisabled(), true);
-      await shot(page, '1-first-page');
-      await page.close();
-    });
-
-    test('pages forward and back with the links the API returns, by mouse and keyboard', async () => {
-      const page = await openPage();
-      await page.locator('#next').click();
-      await page.locator('#page-indicator', { hasText: 'Page 2' }).waitFor();
-      assert.deepEqual(await rowNames(page), GOODS.slice(style.pageSize, 2 * style.pageSize).map(([name]) => name));
-      await shot(page, '2-second-page');
-
-      await page.locator('#next').focus();
-      await page.keyboard.press('Enter');
-      await page.locator('#page-indicator', { hasText: `Page ${lastPages}` }).waitFor();
-      assert.equal(await page.locator('#page-indicator').textContent(), `Page ${lastPages} of ${lastPages} · ${(lastPages - 1) * style.pageSize + 1}–${style.seeded} of ${style.seeded}`);
-      assert.deepEqual(await rowNames(page), GOODS.slice((lastPages - 1) * style.pageSize, style.seeded).map(([name]) => name));
-      assert.equal(await page.locator('#next').isDisabled(), true);
-      // The keyboard focus moves to the button that still works.
-      assert.equal(await page.evaluate(() => document.activeElement?.id), 'previous');
-
-      await page.keyboard.press('Enter');
-      await page.locator('#page-indicator', { hasText: 'Page 2' }).waitFor();
-      await page.locator('#previous').click();
-      await page.locator('#page-indicator', { hasText: 'Page 1' }).waitFor();
-      assert.deepEqual(await rowNames(page), GOODS.slice(0, style.pageSize).map(([name]) => name));
-      await page.close();
-    });
-
-    test('opens a product by its number, and says when there is none', async () => {
-      const page = await openPage();
-      await page.getByLabel('Product number').fill('3');
-      await page.getByLabel('Product number').press('Enter');
-      await page.locator('#detail:not([hidden])').waitFor();
-      assert.equal(await page.locator('#detail-name').textContent(), GOODS[2]![0]);
-      assert.equal(await page.locator('#detail-price').textContent(), GOODS[2]![1]);
-      assert.equal(await page.locator('#detail-pk').textContent(), '3');
-      await shot(page, '3-product-detail');
-
-      await page.getByLabel('Product number').fill('999');
-      await page.getByRole('button', { name: 'Open' }).click();
-      await page.locator('#open-error', { hasText: 'There is no product number 999.' }).waitFor();
-      assert.equal(await page.locator('#detail').isHidden(), true);
-      await page.close();
-    });
-
-    test('adds a valid product, shows it and lists it', async () => {
-      const page = await openPage();
-      const barcode = uniqueBarcode();
-      await page.getByLabel('Name').fill('Rye crispbread 250 g');
-      await page.getByLabel('Barcode').fill(barcode);
-      await page.getByLabel('Price').fill('2.4');
-      await page.getByLabel('Price').press('Enter');
-      await page.locator('#form-message.is-success').waitFor();
-      assert.equal(await page.locator('#form-message').textContent(), `Added “Rye crispbread 250 g” as product ${style.seeded + 1}.`);
-      assert.equal(await page.locator('#detail-price').textContent(), '2.40');
-      assert.equal(await page.locator('#detail-barcode').textContent(), barcode);
-      const added = page.locator('#products tbody tr.is-new');
-      await added.waitFor();
-      assert.deepEqual(await added.locator('td').allTextContents(), ['Rye crispbread 250 g', barcode, '2.40']);
-      assert.equal(await page.locator('#count').textContent(), `${style.seeded + 1} products`);
-      assert.equal(await page.getByLabel('Name').inputValue(), '', 'the form is ready for the next product');
-      assert.equal(await page.evaluate(() => document.activeElement?.id), 'name');
-      await shot(page, '4-product-added');
-      await page.close();
-    });
-
-    test("puts each field's message from the problem document next to its field", async () => {
-      const page = await openPage();
-      const entered = { name: '   ', barcode: '4006381333932', price: '12,50' };
-      const expected = await postJson(`${server.url}/api/v1/shop/product/`, JSON.stringify(entered));
-      const errors = (expected.json as { errors: Record<string, string[]> }).errors;
-      assert.deepEqual(Object.keys(errors).sort(), ['barcode', 'name', 'price']);
-
-      await page.getByLabel('Name').fill(entered.name);
-      await page.getByLabel('Barcode').fill(entered.barcode);
-      await page.getByLabel('Price').fill(entered.price);
-      await page.getByRole('button', { name: 'Add product' }).click();
-      await page.locator('#form-message.is-error').waitFor();
-      for (const field of ['name', 'barcode', 'price']) {
-        assert.equal(await page.locator(`#${field}-error`).textContent(), errors[field]!.join(' '), field);
-        assert.equal(await page.locator(`#${field}`).getAttribute('aria-invalid'), 'true', field);
-      }
-      assert.equal(await page.evaluate(() => document.activeElement?.id), 'name', 'the first wrong field has the focus');
-      assert.equal(await page.locator('#count').textContent(), `${style.seeded + 1} products`);
-      await shot(page, '5-invalid-product');
-      await page.close();
-    });
-
-    test('says so when the barcode is already in the catalogue', async () => {
-      const page = await openPage();
-      const [, price] = GOODS[0]!;
-      const existing = await createProduct(server.url, { name: 'Filter coffee 500 g', price });
-      await page.getByLabel('Name').fill('Another coffee');
-      await page.getByLabel('Barcode').fill(existing.barcode);
-      await page.getByLabel('Price').fill('5.00');
-      await page.getByRole('button', { name: 'Add product' }).click();
-      await page.locator('#form-message.is-error').waitFor();
-      assert.match(String(await page.locator('#form-message').textContent()), /barcode already exists/);
-      assert.equal(await page.locator('#barcode-error').textContent(), 'A product with this barcode is already in the catalogue.');
-      await shot(page, '6-duplicate-barcode');
-      await page.close();
-    });
-
-    test('fits a phone screen without sideways scrolling', async () => {
-      const phone = await browser.newContext({ viewport: { width: 375, height: 740 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
-      try {
-        const page = await phone.newPage();
+  for (const style of STYLES) {
+    describe(`the catalogue page (${style.pagination})`, () => {
+      let server: RunningServer;
+      let context: BrowserContext;
+      const foreignRequests: string[] = [];
+      const shot = (page: Page, name: string) => page.screenshot({ path: join(SCREENSHOTS, `${style.pagination}-${name}.png`), fullPage: true });
+      const openPage = async (): Promise<Page> => {
+        const page = await context.newPage();
+        page.on('request', (request) => {
+          if (!request.url().startsWith(server.url)) foreignRequests.push(request.url());
+        });
         await page.goto(`${server.url}/`);
         await page.locator('#products tbody tr').first().waitFor();
-        assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'no horizontal scroll');
-        await shot(page, '7-phone');
+        return page;
+      };
+      const rowNames = (page: Page) => page.locator('#products tbody tr td:first-child').allTextContents();
+      const lastPages = Math.ceil(style.seeded / style.pageSize);
+
+      before(async () => {
+        server = await startFreshServer(STORES[0]!, style.env);
+        for (const [name, price] of GOODS.slice(0, style.seeded)) await createProduct(server.url, { name, price });
+        context = await browser.newContext({ viewport: { width: 1180, height: 820 } });
+      });
+      after(async () => {
+        await context?.close();
+        await server?.stop();
+      });
+
+      test('shows the first page, the count and where it is', async () => {
+        const page = await openPage();
+        assert.deepEqual(await rowNames(page), GOODS.slice(0, style.pageSize).map(([name]) => name));
+        assert.equal(await page.locator('#count').textContent(), `${style.seeded} products`);
+        assert.equal(await page.locator('#page-indicator').textContent(), `Page 1 of ${lastPages} · 1–${style.pageSize} of ${style.seeded}`);
+        assert.equal(await page.locator('#previous').isDisabled(), true);
+        await shot(page, '1-first-page');
+        await page.close();
+      });
+
+      test('pages forward and back with the links the API returns, by mouse and keyboard', async () => {
+        const page = await openPage();
+        await page.locator('#next').click();
+        await page.locator('#page-indicator', { hasText: 'Page 2' }).waitFor();
+        assert.deepEqual(await rowNames(page), GOODS.slice(style.pageSize, 2 * style.pageSize).map(([name]) => name));
+        await shot(page, '2-second-page');
+
+        await page.locator('#next').focus();
+        await page.keyboard.press('Enter');
+        await page.locator('#page-indicator', { hasText: `Page ${lastPages}` }).waitFor();
+        assert.equal(await page.locator('#page-indicator').textContent(), `Page ${lastPages} of ${lastPages} · ${(lastPages - 1) * style.pageSize + 1}–${style.seeded} of ${style.seeded}`);
+        assert.deepEqual(await rowNames(page), GOODS.slice((lastPages - 1) * style.pageSize, style.seeded).map(([name]) => name));
+        assert.equal(await page.locator('#next').isDisabled(), true);
+        // The keyboard focus moves to the button that still works.
+        assert.equal(await page.evaluate(() => document.activeElement?.id), 'previous');
+
+        await page.keyboard.press('Enter');
+        await page.locator('#page-indicator', { hasText: 'Page 2' }).waitFor();
+        await page.locator('#previous').click();
+        await page.locator('#page-indicator', { hasText: 'Page 1' }).waitFor();
+        assert.deepEqual(await rowNames(page), GOODS.slice(0, style.pageSize).map(([name]) => name));
+        await page.close();
+      });
+
+      test('opens a product by its number, and says when there is none', async () => {
+        const page = await openPage();
+        await page.getByLabel('Product number').fill('3');
+        await page.getByLabel('Product number').press('Enter');
+        await page.locator('#detail:not([hidden])').waitFor();
+        assert.equal(await page.locator('#detail-name').textContent(), GOODS[2]![0]);
+        assert.equal(await page.locator('#detail-price').textContent(), GOODS[2]![1]);
+        assert.equal(await page.locator('#detail-pk').textContent(), '3');
+        await shot(page, '3-product-detail');
+
+        await page.getByLabel('Product number').fill('999');
+        await page.getByRole('button', { name: 'Open' }).click();
+        await page.locator('#open-error', { hasText: 'There is no product number 999.' }).waitFor();
+        assert.equal(await page.locator('#detail').isHidden(), true);
+        await page.close();
+      });
+
+      test('adds a valid product, shows it and lists it', async () => {
+        const page = await openPage();
+        const barcode = uniqueBarcode();
+        await page.getByLabel('Name').fill('Rye crispbread 250 g');
+        await page.getByLabel('Barcode').fill(barcode);
+        await page.getByLabel('Price').fill('2.4');
+        await page.getByLabel('Price').press('Enter');
+        await page.locator('#form-message.is-success').waitFor();
+        assert.equal(await page.locator('#form-message').textContent(), `Added “Rye crispbread 250 g” as product ${style.seeded + 1}.`);
+        assert.equal(await page.locator('#detail-price').textContent(), '2.40');
+        assert.equal(await page.locator('#detail-barcode').textContent(), barcode);
+        const added = page.locator('#products tbody tr.is-new');
+        await added.waitFor();
+        assert.deepEqual(await added.locator('td').allTextContents(), ['Rye crispbread 250 g', barcode, '2.40']);
+        assert.equal(await page.locator('#count').textContent(), `${style.seeded + 1} products`);
+        assert.equal(await page.getByLabel('Name').inputValue(), '', 'the form is ready for the next product');
+        assert.equal(await page.evaluate(() => document.activeElement?.id), 'name');
+        await shot(page, '4-product-added');
+        await page.close();
+      });
+
+      test("puts each field's message from the problem document next to its field", async () => {
+        const page = await openPage();
+        const entered = { name: '   ', barcode: '4006381333932', price: '12,50' };
+        const expected = await postJson(`${server.url}/api/v1/shop/product/`, JSON.stringify(entered));
+        const errors = (expected.json as { errors: Record<string, string[]> }).errors;
+        assert.deepEqual(Object.keys(errors).sort(), ['barcode', 'name', 'price']);
+
+        await page.getByLabel('Name').fill(entered.name);
+        await page.getByLabel('Barcode').fill(entered.barcode);
+        await page.getByLabel('Price').fill(entered.price);
+        await page.getByRole('button', { name: 'Add product' }).click();
+        await page.locator('#form-message.is-error').waitFor();
+        for (const field of ['name', 'barcode', 'price']) {
+          assert.equal(await page.locator(`#${field}-error`).textContent(), errors[field]!.join(' '), field);
+          assert.equal(await page.locator(`#${field}`).getAttribute('aria-invalid'), 'true', field);
+        }
+        assert.equal(await page.evaluate(() => document.activeElement?.id), 'name', 'the first wrong field has the focus');
+        assert.equal(await page.locator('#count').textContent(), `${style.seeded + 1} products`);
+        await shot(page, '5-invalid-product');
+        await page.close();
+      });
+
+      test('says so when the barcode is already in the catalogue', async () => {
+        const page = await openPage();
+        const [, price] = GOODS[0]!;
+        const existing = await createProduct(server.url, { name: 'Filter coffee 500 g', price });
+        await page.getByLabel('Name').fill('Another coffee');
+        await page.getByLabel('Barcode').fill(existing.barcode);
+        await page.getByLabel('Price').fill('5.00');
+        await page.getByRole('button', { name: 'Add product' }).click();
+        await page.locator('#form-message.is-error').waitFor();
+        assert.match(String(await page.locator('#form-message').textContent()), /barcode already exists/);
+        assert.equal(await page.locator('#barcode-error').textContent(), 'A product with this barcode is already in the catalogue.');
+        await shot(page, '6-duplicate-barcode');
+        await page.close();
+      });
+
+      test('fits a phone screen without sideways scrolling', async () => {
+        const phone = await browser.newContext({ viewport: { width: 375, height: 740 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
+        try {
+          const page = await phone.newPage();
+          await page.goto(`${server.url}/`);
+          await page.locator('#products tbody tr').first().waitFor();
+          assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'no horizontal scroll');
+          await shot(page, '7-phone');
+        } finally {
+          await phone.close();
+        }
+      });
+
+      test('asks nothing of any other origin', () => {
+        assert.deepEqual(foreignRequests, []);
+      });
+    });
+  }
+
+  describe('an empty catalogue', () => {
+    test('says there is nothing yet and points to the form', async () => {
+      const server = await startFreshServer(STORES[0]!, { PAGINATION: 'page-number' });
+      const context = await browser.newContext({ viewport: { width: 1180, height: 700 } });
+      try {
+        const page = await context.newPage();
+        await page.goto(`${server.url}/`);
+        await page.locator('#products td.empty').waitFor();
+        assert.equal(await page.locator('#products td.empty').textContent(), 'No products yet. Add the first one with the form.');
+        assert.equal(await page.locator('#count').textContent(), '0 products');
+        assert.equal(await page.locator('#page-indicator').textContent(), 'Nothing to show');
+        assert.equal(await page.locator('#next').isDisabled(), true);
+        await page.screenshot({ path: join(SCREENSHOTS, 'empty-catalogue.png') });
       } finally {
-        await phone.close();
+        await context.close();
+        await server.stop();
       }
     });
+  });
 
-    test('asks nothing of any other origin', () => {
-      assert.deepEqual(foreignRequests, []);
+  describe('the API reference', () => {
+    test('renders at /docs from the service alone', async () => {
+      const server = await startFreshServer(STORES[0]!);
+      const context = await browser.newContext({ viewport: { width: 1180, height: 900 } });
+      const foreign: string[] = [];
+      try {
+        const page = await context.newPage();
+        page.on('request', (request) => {
+          if (!request.url().startsWith(server.url)) foreign.push(request.url());
+        });
+        await page.goto(`${server.url}/docs`);
+        await page.locator('.opblock-summary-path', { hasText: '/api/v1/shop/product/' }).first().waitFor();
+        assert.match(String(await page.locator('.info .title').textContent()), /Product catalogue/);
+        await page.screenshot({ path: join(SCREENSHOTS, 'api-reference.png') });
+        assert.deepEqual(foreign, []);
+      } finally {
+        await context.close();
+        await server.stop();
+      }
     });
-  });
-}
-
-describe('an empty catalogue', () => {
-  test('says there is nothing yet and points to the form', async () => {
-    const server = await startFreshServer(STORES[0]!, { PAGINATION: 'page-number' });
-    const context = await browser.newContext({ viewport: { width: 1180, height: 700 } });
-    try {
-      const page = await context.newPage();
-      await page.goto(`${server.url}/`);
-      await page.locator('#products td.empty').waitFor();
-      assert.equal(await page.locator('#products td.empty').textContent(), 'No products yet. Add the first one with the form.');
-      assert.equal(await page.locator('#count').textContent(), '0 products');
-      assert.equal(await page.locator('#page-indicator').textContent(), 'Nothing to show');
-      assert.equal(await page.locator('#next').isDisabled(), true);
-      await page.screenshot({ path: join(SCREENSHOTS, 'empty-catalogue.png') });
-    } finally {
-      await context.close();
-      await server.stop();
-    }
-  });
-});
-
-describe('the API reference', () => {
-  test('renders at /docs from the service alone', async () => {
-    const server = await startFreshServer(STORES[0]!);
-    const context = await browser.newContext({ viewport: { width: 1180, height: 900 } });
-    const foreign: string[] = [];
-    try {
-      const page = await context.newPage();
-      page.on('request', (request) => {
-        if (!request.url().startsWith(server.url)) foreign.push(request.url());
-      });
-      await page.goto(`${server.url}/docs`);
-      await page.locator('.opblock-summary-path', { hasText: '/api/v1/shop/product/' }).first().waitFor();
-      assert.match(String(await page.locator('.info .title').textContent()), /Product catalogue/);
-      await page.screenshot({ path: join(SCREENSHOTS, 'api-reference.png') });
-      assert.deepEqual(foreign, []);
-    } finally {
-      await context.close();
-      await server.stop();
-    }
   });
 });

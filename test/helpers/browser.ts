@@ -1,18 +1,18 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser } from 'playwright-core';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const CHROMIUM = '/usr/bin/chromium';
 export const SCREENSHOTS = fileURLToPath(new URL('../../test-output/screenshots/', import.meta.url));
 
 /**
- * Compiles the sources as `npm start` does, because the page's script is served from the build's
- * output while the tests run the server from the sources.
+ * Why the browser tests are skipped here, or `false` when they run. Without Chromium they are
+ * skipped, as the PostgreSQL runs are without a database, unless REQUIRE_BROWSER=1 (CI) demands them.
  */
-export function buildPageScript(): void {
-  execFileSync(process.execPath, [`${ROOT}node_modules/typescript/bin/tsc`, '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+export const browserSkip: string | false = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: browser tests skipped (apt-get install chromium)`;
+
+if (browserSkip !== false && process.env.REQUIRE_BROWSER === '1') {
+  throw new Error(`REQUIRE_BROWSER=1 but ${CHROMIUM} is missing: the browser tests cannot be skipped here.`);
 }
 
 /** Debian's Chromium, headless; never a browser downloaded by a package manager. */

@@ -1,0 +1,65 @@
+#!/usr/bin/env node
+import { staleBuildProblem } from '../build-freshness.js';
+import { CommandFailure, EXIT, isBrokenPipe, UsageError, type Command } from './command-line.js';
+import { exportCommand } from './export.js';
+import { importCommand } from './import.js';
+import { migrateCommand } from './migrate.js';
+
+const COMMANDS: readonly Command[] = [importCommand, exportCommand, migrateCommand];
+
+const HELP = `Usage: catalogue <command> [options]
+
+Commands:
+${COMMANDS.map((command) => `  ${command.name.padEnd(8)} ${command.summary}`).join('\n')}
+
+Run \`catalogue <command> --help\` for a command's options. Every command reads the service's
+settings from the environment (DATABASE_URL, MIGRATE_ON_START, ...). Data goes to standard output,
+every message to standard error.
+
+Exit status: 0 done, 1 failed, 2 wrong usage.
+`;
+
+async function main(args: readonly string[]): Promise<number> {
+  const [name, ...rest] = args;
+  if (name === undefined || name === '--help' || name === '-h') {
+    process.stdout.write(HELP);
+    return EXIT.done;
+  }
+  const command = COMMANDS.find((candidate) => candidate.name === (name === 'help' ? rest[0] : name));
+  if (name === 'help') {
+    process.stdout.write(command?.help ?? HELP);
+    return EXIT.done;
+  }
+  if (command === undefined) throw new UsageError(`Unknown command ${JSON.stringify(name)}; the commands are ${COMMANDS.map((c) => c.name).join(', ')}.`);
+  try {
+    return await command.run(rest);
+  } catch (error) {
+    if (error instanceof UsageError) throw new UsageError(`${error.message}\nRun \`catalogue ${command.name} --help\` for its usage.`);
+    throw error;
+  }
+}
+
+// A reader that stops early (`catalogue export | head`) is no failure of ours, and not worth a word.
+process.stdout.on('error', (error) => {
+  if (!isBrokenPipe(error)) throw error;
+});
+
+const stale = staleBuildProblem(import.meta.url);
+if (stale !== undefined) {
+  console.error(stale);
+  process.exitCode = EXIT.failed;
+} else {
+  try {
+    process.exitCode = await main(process.argv.slice(2));
+  } catch (error) {
+    if (error instanceof UsageError) {
+      console.error(error.message);
+      process.exitCode = EXIT.usage;
+    } else if (error instanceof CommandFailure) {
+      console.error(error.message);
+      process.exitCode = EXIT.failed;
+    } else {
+      throw error;
+    }
+  }
+}

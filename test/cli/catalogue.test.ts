@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { before, describe, it, type TestContext } from 'node:test';
+import { ensureBuild, ROOT } from '../helpers/build.js';
+import { CATALOGUE, runCli, type CliResult } from '../helpers/cli.js';
+import { uniqueBarcode } from '../helpers/products.js';
+
+const SAMPLE = join(ROOT, 'samples/products.csv');
+
+function folder(t: TestContext): string {
+  const path = mkdtempSync(join(tmpdir(), 'catalogue-cli-'));
+  t.after(() => rmSync(path, { recursive: true, force: true }));
+  return path;
+}
+
+/** Runs a shell command line from the repository, as a user types it. */
+function shell(command: string, env: Record<string, string>): Promise<CliResult> {
+  const { NODE_TEST_CONTEXT: _runner, ...inherited } = process.env;
+  return new Promise((resolve) => {
+    execFile('bash', ['-c', command], { cwd: ROOT, env: { ...inherited, ...env }, maxBuffer: 64 << 20 }, (error, stdout, stderr) => {
+      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
+    });
+  });
+}
+
+/** npm's own notices on standard error (this machine's npm configuration may add some); never the command's. */
+const withoutNpmNotices = (stderr: string) => stderr.replace(/^npm (warn|notice) .*\n/gm, '');
+
+describe('the catalogue command', { timeout: 180_000 }, () => {
+  before(() => ensureBuild());
+
+  it('shows help on standard output for itself and every command, and does nothing else', async (t) => {
+    const env = { DATABASE_URL: `sqlite:${join(folder(t), 'catalogue.db')}` };
+    for (const [args, usage] of [
+      [[], 'Usage: catalogue <command> [options]'],
+      [['--help'], 'Usage: catalogue <command> [options]'],
+      [['help', 'export'], 'Usage: catalogue export [--format csv|json] [FILE]'],
+      [['import', '--help'], 'Usage: catalogue import [--update] [--skip-invalid] [--format csv|json] FILE'],
+      [['export', '-h'], 'Usage: catalogue export [--format csv|json] [FILE]'],
+      [['migrate', '--help'], 'Usage: catalogue migrate'],
+      // Help comes before any complaint about the other arguments.
+      [['import', '--bogus', 'a.csv', 'b.csv', '--help'], 'Usage: catalogue import'],
+      [['export', '--format', 'xml', 'x', 'y', '-h'], 'Usage: catalogue export'],
+      [['migrate', 'now', '--help'], 'Usage: catalogue migrate'],
+    ] as const) {
+      const [command, ...rest] = args;
+      const result = command === undefined ? await shell(`node ${CATALOGUE}`, env) : await runCli(command, rest, env);
+      assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`);
+      assert.equal(result.stderr, '', args.join(' '));
+      assert.ok(result.stdout.startsWith(usage), `${args.join(' ')}: ${result.stdout}`);
+      assert.match(result.stdout, /Exit status: 0 /);
+    }
+    // Asking migrate for help migrated nothing: not even the database file exists.
+    assert.equal(existsSync(env.DATABASE_URL.slice('sqlite:'.length)), false);
+  });
+
+  it('refuses a wrong command line with exit status 2, a reason and where to find the usage, on standard error', async (t) => {
+    const env = { DATABASE_URL: `sqlite:${join(folder(t), 'catalogue.db')}` };
+    for (const [args, message] of [
+      [['frobnicate'], 'Unknown command "frobnicate"; the commands are import, export, migrate.'],
+      [['import'], 'Name the FILE to import.\nRun `catalogue import --help` for its usage.'],
+      [['import', 'a.csv', 'b.csv'], 'Expected one FILE, got 2.\nRun `catalogue import --help` for its usage.'],
+      [['import', '--overwrite', 'a.csv'], 'Unknown option --overwrite.\nRun `catalogue import --help` for its usage.'],
+      [['import', '--update=yes', 'a.csv'], '--update takes no value.\nRun `catalogue import --help` for its usage.'],
+      [['export', '--format'], '--format needs a value.\nRun `catalogue export --help` for its usage.'],
+      [['export', '--format', 'xml'], '--format must be csv or json, not "xml".\nRun `catalogue export --help` for its usage.'],
+      [['migrate', 'now'], 'migrate takes no arguments, got now.\nRun `catalogue migrate --help` for its usage.'],
+    ] as const) {
+      const [command, ...rest] = args;
+      assert.deepEqual(await runCli(command, rest, env), { code: 2, stdout: '', stderr: `${message}\n` }, args.join(' '));
+    }
+    assert.equal(existsSync(env.DATABASE_URL.slice('sqlite:'.length)), false);
+  });
+
+  it('writes clean data through `npx catalogue` and `npm run --silent`, and `npm run import` keeps working', async (t) => {
+    const dir = folder(t);
+    const env = { DATABASE_URL: `sqlite:${join(dir, 'catalogue.db')}` };
+    const imported = await shell(`npm run --silent import -- ${SAMPLE}`, env);
+    assert.equal(imported.code, 0, imported.stderr);
+    assert.equal(imported.stdout, '');
+    assert.equal(withoutNpmNotices(imported.stderr), `Imported 320 products from ${SAMPLE}.\n`);
+
+    const sample = readFileSync(SAMPLE, 'utf8');
+    for (const command of ['npx catalogue export', 'npm run --silent export', 'npm run --silent export -- --format csv']) {
+      const exported = await shell(command, env);
+      assert.equal(exported.code, 0, `${command}: ${exported.stderr}`);
+      assert.equal(exported.stdout, sample, command);
+      assert.equal(withoutNpmNotices(exported.stderr), 'Exported 320 products.\n', command);
+    }
+    // The documented backup line: the file can be imported as it is.
+    const backup = join(dir, 'catalogue.json');
+    assert.equal((await shell(`npx catalogue export --format json > ${backup}`, env)).code, 0);
+    const restored = { DATABASE_URL: `sqlite:${join(dir, 'restored.db')}` };
+    assert.equal((await runCli('import', [backup], restored)).code, 0);
+    assert.equal((await shell('npx catalogue export', restored)).stdout, sample);
+  });
+
+  it('ends quietly with status 0 when the reader of an export stops early', async (t) => {
+    const dir = folder(t);
+    const env = { DATABASE_URL: `sqlite:${join(dir, 'catalogue.db')}` };
+    // Far more than a pipe holds, so the export is still writing when `head` leaves.
+    const rows = Array.from({ length: 5000 }, (_, i) => `Product number ${i} with a longish name,${uniqueBarcode()},1.00`);
+    const file = join(dir, 'many.csv');
+    writeFileSync(file, ['name,barcode,price', ...rows].join('\n') + '\n');
+    assert.equal((await runCli('import', [file], env)).code, 0);
+
+    const piped = await shell(`set -o pipefail; node ${CATALOGUE} export | head -n 1`, env);
+    assert.deepEqual(piped, { code: 0, stdout: 'name,barcode,price\n', stderr: '' });
+    const viaNpx = await shell('set -o pipefail; npx catalogue export --format json | head -c 1', env);
+    assert.equal(viaNpx.code, 0, viaNpx.stderr);
+    assert.equal(viaNpx.stdout, '[');
+    assert.equal(withoutNpmNotices(viaNpx.stderr), '');
+  });
+});

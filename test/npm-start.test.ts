@@ -1,0 +1,224 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { before, describe, it, type TestContext } from 'node:test';
+import { findStaleSource, staleBuildProblem } from '../src/build-freshness.js';
+import { ensureBuild, ROOT } from './helpers/build.js';
+import { databaseUrl } from './helpers/child-server.js';
+import { runCli } from './helpers/cli.js';
+import { send } from './helpers/http.js';
+import { uniqueBarcode } from './helpers/products.js';
+import { STORES, type TestStore } from './helpers/stores.js';
+
+const SERVER = join(ROOT, 'dist/server.js');
+
+interface Started {
+  readonly url: string;
+  /** The service's own process (under `npm start`, npm's child). */
+  readonly servicePid: number;
+  readonly child: ChildProcess;
+  readonly messages: string[];
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Runs `command` from the repository as an operator would, in a process group of its own. */
+function run(command: string, args: readonly string[], env: Record<string, string>): ChildProcess {
+  // The test runner marks its own child processes; the service is not one of its tests.
+  const { NODE_TEST_CONTEXT: _runner, ...inherited } = process.env;
+  return spawn(command, args, { cwd: ROOT, env: { ...inherited, HOST: '127.0.0.1', PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+}
+
+/** Resolves once the service logs that it listens; fails if the process ends first. */
+async function started(t: TestContext, child: ChildProcess): Promise<Started> {
+  const messages: string[] = [];
+  let stderr = '';
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  // The whole group, whether or not npm has ended: a service left behind must not outlive the test.
+  t.after(() => {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // Nothing left in the group.
+    }
+  });
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const listening = await new Promise<{ url: string; pid: number }>((resolve, reject) => {
+    let pending = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      pending += chunk.toString('utf8');
+      const lines = pending.split('\n');
+      pending = lines.pop()!;
+      // npm's own banner lines are not JSON; the service's log lines are.
+      for (const line of lines.filter((l) => l.startsWith('{'))) {
+        const entry = JSON.parse(line) as { msg: string; pid: number };
+        messages.push(entry.msg);
+        const match = /^Server listening at (http:\/\/127\.0\.0\.1:\d+)$/.exec(entry.msg);
+        if (match !== null) resolve({ url: match[1]!, pid: entry.pid });
+      }
+    });
+    void exited.then(({ code }) => reject(new Error(`exited with ${code} before listening: ${stderr}`)));
+  });
+  return { url: listening.url, servicePid: listening.pid, child, messages, exited };
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function freshDatabase(t: TestContext, testStore: TestStore = STORES[0]!): Promise<string> {
+  const { location, drop } = await testStore.create();
+  t.after(drop);
+  return databaseUrl(location);
+}
+
+async function busyPort(t: TestContext): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => server.close());
+  return (server.address() as AddressInfo).port;
+}
+
+async function exitOf(child: ChildProcess): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, stdout, stderr };
+}
+
+describe('npm start', { timeout: 120_000 }, () => {
+  before(() => ensureBuild());
+
+  it('runs the build without compiling, and SIGTERM to npm stops the service gracefully: both exit 0', async (t) => {
+    const built = statSync(SERVER).mtimeMs;
+    const service = await started(t, run('npm', ['start'], { DATABASE_URL: await freshDatabase(t) }));
+    assert.equal((await send(`${service.url}/healthz`)).status, 200);
+    // The bundle still finds what it reads from disk: the page, its script, the API reference's assets.
+    for (const path of ['/', '/assets/catalogue.js', '/assets/style.css', '/docs', '/docs/static/swagger-ui-bundle.js']) {
+      assert.equal((await send(`${service.url}${path}`)).status, 200, path);
+    }
+    assert.ok(isRunning(service.servicePid));
+
+    process.kill(service.child.pid!, 'SIGTERM');
+    assert.deepEqual(await service.exited, { code: 0, signal: null });
+    assert.ok(service.messages.includes('SIGTERM received; finishing requests in flight'), service.messages.join('\n'));
+    assert.equal(isRunning(service.servicePid), false, 'the service outlived npm');
+    await assert.rejects(send(`${service.url}/healthz`), /ECONNREFUSED/);
+    assert.equal(statSync(SERVER).mtimeMs, built, 'npm start rebuilt dist/');
+  });
+
+  // Ctrl-C in a terminal, and systemd's default stop, signal npm and the service at once; npm then
+  // passes its own signal on, so the service hears it twice.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    it(`stops gracefully when ${signal} reaches npm and the service at once`, async (t) => {
+      const service = await started(t, run('npm', ['start'], { DATABASE_URL: await freshDatabase(t) }));
+      // A create whose body is still arriving keeps the service stopping while the second signal comes.
+      const body = JSON.stringify({ name: 'Last one in', barcode: uniqueBarcode(), price: '1.00' });
+      const req = request(`${service.url}/api/v1/shop/product/`, {
+        method: 'POST',
+        agent: false,
+        headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) },
+      });
+      const answer = new Promise<number>((resolve, reject) => {
+        req.on('response', (res) => resolve(res.statusCode ?? 0));
+        req.on('error', reject);
+      });
+      req.write(body.slice(0, 10));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      process.kill(-service.child.pid!, signal);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      req.end(body.slice(10));
+      assert.equal(await answer, 201);
+      assert.deepEqual(await service.exited, { code: 0, signal: null });
+      assert.equal(service.messages.filter((m) => /received/.test(m)).length, 1, service.messages.join('\n'));
+      assert.equal(isRunning(service.servicePid), false);
+    });
+  }
+
+  it('says in one line that the port is in use, and exits 1', async (t) => {
+    const port = await busyPort(t);
+    const line = `Cannot listen on 127.0.0.1:${port}: the port is in use by another process (set PORT to another port).\n`;
+    const direct = await exitOf(run(process.execPath, [SERVER], { DATABASE_URL: await freshDatabase(t), PORT: String(port) }));
+    assert.deepEqual(direct, { code: 1, stdout: '', stderr: line });
+
+    const viaNpm = await exitOf(run('npm', ['start', '--silent'], { DATABASE_URL: await freshDatabase(t), PORT: String(port) }));
+    assert.equal(viaNpm.code, 1);
+    assert.ok(viaNpm.stderr.endsWith(line), viaNpm.stderr);
+    assert.doesNotMatch(viaNpm.stderr, /^\s+at /m);
+  });
+});
+
+for (const testStore of STORES) {
+  describe(`MIGRATE_ON_START=false (${testStore.name})`, { skip: testStore.skip, timeout: 120_000 }, () => {
+    before(() => ensureBuild());
+
+    it('refuses a schema that is not current with one line, and serves once `catalogue migrate` has run', async (t) => {
+      const env = { DATABASE_URL: await freshDatabase(t, testStore), MIGRATE_ON_START: 'false' };
+      const refused = await exitOf(run(process.execPath, [SERVER], env));
+      assert.deepEqual(refused, {
+        code: 1,
+        stdout: '',
+        stderr: 'The database schema is not current: 0001_create_product, 0002_catalogue_state, 0003_idempotency have not run. Run `npx catalogue migrate` first (MIGRATE_ON_START is false).\n',
+      });
+      // Neither does the import migrate it behind the operator's back.
+      const exported = await runCli('export', [], env);
+      assert.equal(exported.code, 1);
+      assert.match(exported.stderr, /^The database schema is not current: .* Run `catalogue migrate` first \(MIGRATE_ON_START is false\)\.\n$/);
+
+      assert.deepEqual(await runCli('migrate', [], env), { code: 0, stdout: '', stderr: 'Applied: 0001_create_product, 0002_catalogue_state, 0003_idempotency.\n' });
+      const service = await started(t, run(process.execPath, [SERVER], env));
+      assert.deepEqual((await send(`${service.url}/api/v2/shop/products`)).json, { count: 0, next: null, previous: null, results: [] });
+      process.kill(service.child.pid!, 'SIGTERM');
+      assert.deepEqual(await service.exited, { code: 0, signal: null });
+    });
+  });
+}
+
+describe('a stale build', () => {
+  /** A checkout with one source in a sub-folder, built at `builtAt` (seconds since the epoch). */
+  function checkout(t: TestContext, builtAt: number): string {
+    const root = mkdtempSync(join(tmpdir(), 'catalogue-build-'));
+    t.after(() => rmSync(root, { recursive: true, force: true }));
+    for (const [path, at] of [['src/server.ts', 100], ['src/web/page.ts', 100], ['src/types.d.ts', 300], ['dist/server.js', builtAt], ['dist/web/page.js', builtAt]] as const) {
+      mkdirSync(dirname(join(root, path)), { recursive: true });
+      writeFileSync(join(root, path), '');
+      utimesSync(join(root, path), at, at);
+    }
+    return root;
+  }
+
+  it('is told apart from a current one by each source and its output', (t) => {
+    const root = checkout(t, 200);
+    assert.equal(findStaleSource(root), undefined);
+    assert.equal(staleBuildProblem(pathToFileURL(join(root, 'dist/server.js')).href), undefined);
+
+    utimesSync(join(root, 'src/web/page.ts'), 250, 250);
+    assert.equal(findStaleSource(root), join('src', 'web', 'page.ts'));
+    assert.equal(
+      staleBuildProblem(pathToFileURL(join(root, 'dist/server.js')).href),
+      'The build in dist/ is older than src/web/page.ts: run `npm run build` first (npm ci and npm install build too).',
+    );
+    // Running from the sources (tsx) never needs a build.
+    assert.equal(staleBuildProblem(pathToFileURL(join(root, 'src/server.ts')).href), undefined);
+  });
+
+  it('includes a source whose output is missing, and is no concern where only the build is shipped', (t) => {
+    const root = checkout(t, 200);
+    writeFileSync(join(root, 'src/new-module.ts'), '');
+    assert.equal(findStaleSource(root), join('src', 'new-module.ts'));
+    rmSync(join(root, 'src'), { recursive: true });
+    assert.equal(findStaleSource(root), undefined);
+  });
+});
