@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance, FastifySchema } from 'fastify';
+import { repositoryRoot } from './repository-root.js';
 
 /** Where the document, the interactive reference and the contract are served. */
 export const OPENAPI_PATH = '/openapi.json';
@@ -22,9 +23,8 @@ export const TAGS = Object.freeze({
 /** The path-item extension that describes the answer to every method a path does not serve. */
 export const REFUSED_METHODS_EXTENSION = 'x-refused-methods';
 
-// Resolved from the repository root, two levels up from both src/http/ (tests, tsx) and dist/http/
-// (npm start), as the catalogue page is: the contract is served as written in the repository.
-const CONTRACT_FILE = new URL('../../docs/API.md', import.meta.url);
+// The contract is served as written in the repository, wherever this module runs from.
+const CONTRACT_FILE = new URL('docs/API.md', repositoryRoot(import.meta.url));
 
 const DESCRIPTION = `A shop's product catalogue over HTTP: list every product, read one, create one, and page
 through the catalogue. Bodies are JSON; every error is an RFC 9457 problem document

@@ -3,11 +3,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
+import { repositoryRoot } from './repository-root.js';
 
 // Resolved from the repository root, the folder holding src/ and dist/, whether this module runs from
 // src/http/ (tests, tsx) or bundled into dist/server.js (npm start): the page and its style are served
 // from the sources as written, the script from the build's output, so neither needs copying.
-const ROOT = new URL('./', import.meta.url.slice(0, Math.max(import.meta.url.lastIndexOf('/src/'), import.meta.url.lastIndexOf('/dist/')) + 1));
+const ROOT = repositoryRoot(import.meta.url);
 const PAGE_DIR = fileURLToPath(new URL('src/web/', ROOT));
 const SCRIPT_DIR = fileURLToPath(new URL('dist/web/', ROOT));
 
