@@ -12,6 +12,11 @@ export function tagBody(body: string): TaggedBody {
   return { body, etag: `"${createHash('sha1').update(body).digest('base64url')}"` };
 }
 
+/** Bytes a cached tagged body holds, about. */
+export function taggedSize(tagged: TaggedBody): number {
+  return tagged.body.length + tagged.etag.length;
+}
+
 /**
  * Sends a tagged JSON body, or 304 with no body when the request's If-None-Match already names its
  * ETag (RFC 9110 §13.1.2: weak comparison, `*` matches any current representation).

@@ -11,7 +11,7 @@ import { createProductOnce } from './idempotency.js';
 import { HttpProblem } from './problem.js';
 import { resource } from './resource.js';
 import { RevisionCache } from './revision-cache.js';
-import { sendTagged, serializeOk, tagBody } from './conditional.js';
+import { sendTagged, serializeOk, tagBody, taggedSize, type TaggedBody } from './conditional.js';
 import { ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
 import { ProductListSchema } from './schemas.js';
 import { productWire } from './wire.js';
@@ -25,6 +25,13 @@ const LIST_BATCH = 2_000;
  */
 const CACHED_LIST_MAX_PRODUCTS = 50_000;
 
+/**
+ * Serialized products of the current generation, by pk: a hit needs no database work. Bounded in
+ * bytes and in entries (each entry also costs a Map slot and two string headers beyond its bytes).
+ */
+const DETAIL_CACHE_BYTES = 16 * 1024 * 1024;
+const DETAIL_CACHE_ENTRIES = 100_000;
+
 export interface ProductsV1Options {
   readonly store: CatalogueStore;
   readonly cors: CorsSettings;
@@ -33,6 +40,7 @@ export interface ProductsV1Options {
 /** v1: the whole catalogue in one array, one product by `pk`, and creation. */
 export async function productsV1(app: FastifyInstance, { store, cors }: ProductsV1Options): Promise<void> {
   const lists = new RevisionCache<string>(CACHED_LIST_MAX_PRODUCTS * 400, (text) => text.length);
+  const details = new RevisionCache<TaggedBody>(DETAIL_CACHE_BYTES, taggedSize, DETAIL_CACHE_ENTRIES);
 
   resource(app, cors, '/api/v1/shop/products', {
     GET: {
@@ -50,16 +58,16 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
         // HEAD needs only the headers (the same as GET's: chunked, no length); do not read the catalogue.
         if (request.method === 'HEAD') return reply.send(Readable.from([]));
         // Read before the status line goes out, so an unreachable database is still a 503.
-        const before = await store.describeCatalogue();
-        const cached = lists.get(before.revision, 'list');
+        const generation = await store.cacheGeneration();
+        const cached = lists.get(generation, 'list');
         if (cached !== undefined) return reply.send(Readable.from([cached]));
+        const { count } = await store.describeCatalogue();
         const firstBatch = await store.listProductsAfter(0, LIST_BATCH);
         // Few chunks in flight per response: memory per slow client stays near one batch.
-        if (before.count > CACHED_LIST_MAX_PRODUCTS) return reply.send(Readable.from(streamList(store, firstBatch), { highWaterMark: 2 }));
+        if (count > CACHED_LIST_MAX_PRODUCTS) return reply.send(Readable.from(streamList(store, firstBatch), { highWaterMark: 2 }));
         const keep = async (text: string): Promise<void> => {
           // Batches are separate reads: the text is one snapshot only if no write came in between.
-          const after = await store.describeCatalogue();
-          if (after.revision === before.revision) lists.set(before.revision, 'list', text);
+          if ((await store.cacheGeneration()) === generation) lists.set(generation, 'list', text);
         };
         return reply.send(Readable.from(streamList(store, firstBatch, keep), { highWaterMark: 2 }));
       },
@@ -90,9 +98,15 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
       },
       handler: async (request, reply) => {
         const { pk } = request.params as { pk: string };
-        const product = await store.findProduct(parsePk(pk));
+        const key = parsePk(pk);
+        const generation = await store.cacheGeneration();
+        const cached = details.get(generation, String(key));
+        if (cached !== undefined) return sendTagged(request, reply, cached);
+        const product = await store.findProduct(key);
         if (product === undefined) throw new HttpProblem(404, `No product has pk ${pk}.`);
-        return sendTagged(request, reply, tagBody(serializeOk(reply, productWire(product))));
+        const tagged = tagBody(serializeOk(reply, productWire(product)));
+        details.set(generation, String(key), tagged);
+        return sendTagged(request, reply, tagged);
       },
     },
   });

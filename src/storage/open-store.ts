@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DatabaseLocation } from '../config.js';
 import { KyselyCatalogueStore } from './kysely-store.js';
 import { assertSchemaCurrent, migrateToLatest } from './migrations.js';
+import { PostgresChangeListener } from './postgres/change-listener.js';
 import { connectPostgres, postgresErrors, postgresPoolStats } from './postgres/connect.js';
 import { openSqlite, sqliteErrors } from './sqlite/connect.js';
 import type { CatalogueStore } from './store.js';
@@ -62,12 +63,13 @@ function connect(
   purpose: 'serve' | 'migrate',
 ): { db: Kysely<Database>; store: CatalogueStore } {
   if (location.kind === 'sqlite') {
-    const { db, fastPaths } = openSqlite(location.path);
-    return { db, store: new KyselyCatalogueStore(db, sqliteErrors, { fastPaths }) };
+    const { db, fastPaths, changes } = openSqlite(location.path);
+    return { db, store: new KyselyCatalogueStore(db, sqliteErrors, { fastPaths, changes }) };
   }
   const db = connectPostgres(location.url, {
     poolMax: options.poolMax ?? DEFAULT_POOL_MAX,
     queryTimeLimits: purpose === 'serve',
   });
-  return { db, store: new KyselyCatalogueStore(db, postgresErrors, { poolStats: () => postgresPoolStats(db) }) };
+  const changes = purpose === 'serve' ? new PostgresChangeListener(location.url) : undefined;
+  return { db, store: new KyselyCatalogueStore(db, postgresErrors, { poolStats: () => postgresPoolStats(db), changes }) };
 }
