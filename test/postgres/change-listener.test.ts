@@ -4,43 +4,8 @@ import { send } from '../helpers/http.js';
 import { createProduct } from '../helpers/products.js';
 import { passesWithin, withClient, writeOutside } from '../helpers/outside-writes.js';
 import { startServiceProcess, type ServiceProcess } from '../helpers/process.js';
-import { startServer, type RunningServer } from '../helpers/server.js';
 import { postgres } from '../helpers/stores.js';
 import type { DatabaseLocation } from '../../src/config.js';
-
-describe('caches of two instances over one PostgreSQL database', { skip: postgres.skip }, () => {
-  let instances: RunningServer[] = [];
-  let dropDatabase: () => Promise<void> = async () => undefined;
-
-  before(async () => {
-    const { location, drop } = await postgres.create();
-    dropDatabase = drop;
-    instances = [await startServer(location), await startServer(location)];
-  });
-
-  after(async () => {
-    for (const instance of instances) await instance.stop();
-    await dropDatabase();
-  });
-
-  it('show a create through one in the count, body and ETag of the other within 50 ms', async () => {
-    const [a, b] = instances as [RunningServer, RunningServer];
-    await createProduct(a.url);
-    const url = `${a.url}/api/v2/shop/products?limit=10`;
-    await send(url);
-    const cached = await send(url);
-    const count = (cached.json as { count: number }).count;
-
-    const created = await createProduct(b.url);
-
-    await passesWithin(50, async () => {
-      const page = await send(url);
-      assert.equal((page.json as { count: number }).count, count + 1);
-      assert.equal((page.json as { results: Array<{ barcode: string }> }).results.at(-1)?.barcode, created.barcode);
-      assert.notEqual(page.headers.etag, cached.headers.etag);
-    });
-  });
-});
 
 describe('the listening connection terminated by the database', { skip: postgres.skip }, () => {
   let service: ServiceProcess;
