@@ -11,7 +11,8 @@ import { createProductOnce } from './idempotency.js';
 import { HttpProblem } from './problem.js';
 import { resource } from './resource.js';
 import { RevisionCache } from './revision-cache.js';
-import { sendTagged, serializeOk, tagBody, taggedSize, type TaggedBody } from './conditional.js';
+import { addVary, sendTagged, serializeOk, tagBody, taggedSize, type TaggedBody } from './conditional.js';
+import { chooseCoding, compress, compressStream, type ContentCoding } from './compression.js';
 import { ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
 import { ProductListSchema } from './schemas.js';
 import { productWire } from './wire.js';
@@ -32,6 +33,16 @@ const CACHED_LIST_MAX_PRODUCTS = 50_000;
 const DETAIL_CACHE_BYTES = 16 * 1024 * 1024;
 const DETAIL_CACHE_ENTRIES = 100_000;
 
+/** Lists of at least this many products (about 1 KB) are compressed for clients that accept it. */
+const LIST_COMPRESS_MIN_PRODUCTS = 12;
+
+/** A whole list as sent, with its compressed forms, each made on first request. */
+interface CachedList {
+  readonly text: string;
+  readonly count: number;
+  readonly encoded: Partial<Record<ContentCoding, Buffer>>;
+}
+
 export interface ProductsV1Options {
   readonly store: CatalogueStore;
   readonly cors: CorsSettings;
@@ -39,7 +50,7 @@ export interface ProductsV1Options {
 
 /** v1: the whole catalogue in one array, one product by `pk`, and creation. */
 export async function productsV1(app: FastifyInstance, { store, cors }: ProductsV1Options): Promise<void> {
-  const lists = new RevisionCache<string>(CACHED_LIST_MAX_PRODUCTS * 400, (text) => text.length);
+  const lists = new RevisionCache<CachedList>(CACHED_LIST_MAX_PRODUCTS * 400, (list) => Math.ceil(list.text.length * 1.5));
   const details = new RevisionCache<TaggedBody>(DETAIL_CACHE_BYTES, taggedSize, DETAIL_CACHE_ENTRIES);
 
   resource(app, cors, '/api/v1/shop/products', {
@@ -55,21 +66,34 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
       },
       handler: async (request, reply) => {
         reply.type('application/json; charset=utf-8');
+        addVary(reply, 'Accept-Encoding');
         // HEAD needs only the headers (the same as GET's: chunked, no length); do not read the catalogue.
         if (request.method === 'HEAD') return reply.send(Readable.from([]));
+        const coding = chooseCoding(request.headers['accept-encoding']);
+        // The whole target: any query parameter that selects products is part of the key.
+        const key = request.url;
         // Read before the status line goes out, so an unreachable database is still a 503.
         const generation = await store.cacheGeneration();
-        const cached = lists.get(generation, 'list');
-        if (cached !== undefined) return reply.send(Readable.from([cached]));
+        const cached = lists.get(generation, key);
+        if (cached !== undefined) {
+          if (coding === undefined || cached.count < LIST_COMPRESS_MIN_PRODUCTS) return reply.send(Readable.from([cached.text]));
+          reply.header('Content-Encoding', coding);
+          return reply.send(Readable.from([(cached.encoded[coding] ??= compress(cached.text, coding))]));
+        }
         const { count } = await store.describeCatalogue();
         const firstBatch = await store.listProductsAfter(0, LIST_BATCH);
+        const keep =
+          count > CACHED_LIST_MAX_PRODUCTS
+            ? undefined
+            : async (text: string): Promise<void> => {
+                // Batches are separate reads: the text is one snapshot only if no write came in between.
+                if ((await store.cacheGeneration()) === generation) lists.set(generation, key, { text, count, encoded: {} });
+              };
         // Few chunks in flight per response: memory per slow client stays near one batch.
-        if (count > CACHED_LIST_MAX_PRODUCTS) return reply.send(Readable.from(streamList(store, firstBatch), { highWaterMark: 2 }));
-        const keep = async (text: string): Promise<void> => {
-          // Batches are separate reads: the text is one snapshot only if no write came in between.
-          if ((await store.cacheGeneration()) === generation) lists.set(generation, 'list', text);
-        };
-        return reply.send(Readable.from(streamList(store, firstBatch, keep), { highWaterMark: 2 }));
+        const body = Readable.from(streamList(store, firstBatch, keep), { highWaterMark: 2 });
+        if (coding === undefined || count < LIST_COMPRESS_MIN_PRODUCTS) return reply.send(body);
+        reply.header('Content-Encoding', coding);
+        return reply.send(compressStream(body, coding));
       },
     },
   });
