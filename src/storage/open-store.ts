@@ -3,6 +3,7 @@ import type { DatabaseLocation } from '../config.js';
 import { KyselyCatalogueStore } from './kysely-store.js';
 import { assertSchemaCurrent, migrateToLatest } from './migrations.js';
 import { PostgresChangeListener } from './postgres/change-listener.js';
+import { PostgresGroupInsert } from './postgres/group-insert.js';
 import { connectPostgres, postgresErrors, postgresPoolStats } from './postgres/connect.js';
 import { openSqlite, sqliteErrors } from './sqlite/connect.js';
 import type { CatalogueStore } from './store.js';
@@ -70,6 +71,12 @@ function connect(
     poolMax: options.poolMax ?? DEFAULT_POOL_MAX,
     queryTimeLimits: purpose === 'serve',
   });
-  const changes = purpose === 'serve' ? new PostgresChangeListener(location.url) : undefined;
-  return { db, store: new KyselyCatalogueStore(db, postgresErrors, { poolStats: () => postgresPoolStats(db), changes }) };
+  if (purpose === 'migrate') return { db, store: new KyselyCatalogueStore(db, postgresErrors) };
+  const groups = new PostgresGroupInsert(db);
+  const store = new KyselyCatalogueStore(db, postgresErrors, {
+    poolStats: () => postgresPoolStats(db),
+    changes: new PostgresChangeListener(location.url),
+    fastPaths: { insertProduct: (product) => groups.insert(product) },
+  });
+  return { db, store };
 }
