@@ -1,5 +1,6 @@
 import { pipeline, type Readable } from 'node:stream';
-import { brotliCompressSync, constants, createBrotliCompress, createGzip, gzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { brotliCompress, brotliCompressSync, constants, createBrotliCompress, createGzip, gzip, gzipSync } from 'node:zlib';
 
 /** The encodings the service sends, best first when a client accepts several equally. */
 export type ContentCoding = 'br' | 'gzip';
@@ -8,8 +9,9 @@ export type ContentCoding = 'br' | 'gzip';
 export const COMPRESS_MIN_BYTES = 1024;
 
 /**
- * Compressed once per cached body and then served many times, so a fairly high level pays: brotli 5 and
- * gzip 6 take a few milliseconds for the 940 KB list of 10,000 products.
+ * Compressed once per cached body and then served many times, so a fairly high level pays. For the
+ * 840 KB list of 10,000 products: brotli 5 gives 59 KB in about 60 ms, gzip 6 124 KB in 16 ms; for a
+ * page of 100, 0.9 KB and 1.2 KB out of 7.6 KB, in 0.35 and 0.2 ms.
  */
 const BROTLI_QUALITY = 5;
 const GZIP_LEVEL = 6;
@@ -43,11 +45,24 @@ export function chooseCoding(header: string | undefined): ContentCoding | undefi
   return brQ >= gzipQ ? 'br' : 'gzip';
 }
 
-/** `body` in `coding`. */
+const brotliOptions = (body: string | Buffer) => ({
+  params: { [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [constants.BROTLI_PARAM_SIZE_HINT]: body.length },
+});
+
+/** `body` in `coding`, at once: for a page (under a millisecond for 100 products). */
 export function compress(body: string | Buffer, coding: ContentCoding): Buffer {
-  return coding === 'br'
-    ? brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [constants.BROTLI_PARAM_SIZE_HINT]: body.length } })
-    : gzipSync(body, { level: GZIP_LEVEL });
+  return coding === 'br' ? brotliCompressSync(body, brotliOptions(body)) : gzipSync(body, { level: GZIP_LEVEL });
+}
+
+const brotliAsync = promisify(brotliCompress);
+const gzipAsync = promisify(gzip);
+
+/**
+ * `body` in `coding`, on libuv's thread pool: for a whole list, which takes tens of milliseconds
+ * (brotli 5 on 840 KB: about 60 ms on a busy machine) that the event loop must not wait for.
+ */
+export function compressLater(body: string, coding: ContentCoding): Promise<Buffer> {
+  return coding === 'br' ? brotliAsync(body, brotliOptions(body)) : gzipAsync(body, { level: GZIP_LEVEL });
 }
 
 /**

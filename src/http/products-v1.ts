@@ -12,7 +12,7 @@ import { HttpProblem } from './problem.js';
 import { resource } from './resource.js';
 import { RevisionCache } from './revision-cache.js';
 import { addVary, sendTagged, serializeOk, tagBody, taggedSize, type TaggedBody } from './conditional.js';
-import { chooseCoding, compress, compressStream, type ContentCoding } from './compression.js';
+import { chooseCoding, compressLater, compressStream, type ContentCoding } from './compression.js';
 import { ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
 import { ProductListSchema } from './schemas.js';
 import { productWire } from './wire.js';
@@ -40,7 +40,7 @@ const LIST_COMPRESS_MIN_PRODUCTS = 12;
 interface CachedList {
   readonly text: string;
   readonly count: number;
-  readonly encoded: Partial<Record<ContentCoding, Buffer>>;
+  readonly encoded: Partial<Record<ContentCoding, Promise<Buffer>>>;
 }
 
 export interface ProductsV1Options {
@@ -78,7 +78,8 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
         if (cached !== undefined) {
           if (coding === undefined || cached.count < LIST_COMPRESS_MIN_PRODUCTS) return reply.send(Readable.from([cached.text]));
           reply.header('Content-Encoding', coding);
-          return reply.send(Readable.from([(cached.encoded[coding] ??= compress(cached.text, coding))]));
+          const encoded = await (cached.encoded[coding] ??= compressLater(cached.text, coding));
+          return reply.send(Readable.from([encoded]));
         }
         const { count } = await store.describeCatalogue();
         const firstBatch = await store.listProductsAfter(0, LIST_BATCH);
