@@ -47,9 +47,10 @@ export function openSqlite(path: string): { db: Kysely<Database>; fastPaths: Dia
   // Changes when another connection (another process: an import) commits to the file; this
   // connection's own writes do not change it, and the store counts those itself. Cheaper than reading
   // the revision row: no table page is read.
-  const dataVersion = database.prepare('PRAGMA data_version').pluck() as SqliteDatabase.Statement<[], number>;
+  // Read as a row (no driver-specific plucking), so that any SQLite driver can run it alike.
+  const dataVersion = database.prepare('PRAGMA data_version') as SqliteDatabase.Statement<[], { data_version: number }>;
   return {
-    changes: { current: () => dataVersion.get() },
+    changes: { current: () => dataVersion.get()!.data_version },
     db: new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) }),
     fastPaths: {
       insertProduct: (product) => statements().groupInsert.insert(product),
