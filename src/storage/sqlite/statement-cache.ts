@@ -1,5 +1,5 @@
-import type BetterSqlite3 from 'better-sqlite3';
-import type { SqliteDatabase, SqliteStatement } from 'kysely';
+import type { SqliteDatabase, SqliteStatement as KyselyStatement } from 'kysely';
+import type { SqliteConnection, SqliteStatement } from './driver.js';
 
 /**
  * Gives Kysely a database whose `prepare` reuses the prepared statement of an SQL text it has seen,
@@ -8,19 +8,37 @@ import type { SqliteDatabase, SqliteStatement } from 'kysely';
  *
  * @param maxStatements how many distinct SQL texts are kept (oldest dropped first).
  */
-export function withStatementCache(database: BetterSqlite3.Database, maxStatements = 200): SqliteDatabase {
-  const statements = new Map<string, BetterSqlite3.Statement>();
+export function withStatementCache(database: SqliteConnection, maxStatements = 200): SqliteDatabase {
+  const statements = new Map<string, CachedStatement>();
   return {
     close: () => database.close(),
-    prepare(sql: string): SqliteStatement {
+    prepare(sql: string): KyselyStatement {
       const cached = statements.get(sql);
-      if (cached !== undefined && !cached.busy) return cached;
-      const statement = database.prepare(sql);
+      if (cached !== undefined && !cached.statement.busy) return cached.forKysely;
+      const fresh = cache(database.prepare(sql));
       if (cached === undefined) {
         if (statements.size >= maxStatements) statements.delete(statements.keys().next().value!);
-        statements.set(sql, statement);
+        statements.set(sql, fresh);
       }
-      return statement;
+      return fresh.forKysely;
+    },
+  };
+}
+
+interface CachedStatement {
+  readonly statement: SqliteStatement;
+  readonly forKysely: KyselyStatement;
+}
+
+/** Kysely passes parameters as one array; the drivers take them as separate arguments. */
+function cache(statement: SqliteStatement): CachedStatement {
+  return {
+    statement,
+    forKysely: {
+      reader: statement.reader,
+      all: (parameters) => statement.all(...parameters),
+      run: (parameters) => statement.run(...parameters),
+      iterate: (parameters) => statement.iterate(...parameters),
     },
   };
 }
