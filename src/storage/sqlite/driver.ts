@@ -84,11 +84,22 @@ function driver(): NonNullable<typeof chosen> {
     chosen = { name: 'node:sqlite', open: (path) => new NodeSqliteConnection(new nodeSqlite.DatabaseSync(path)) };
   } else {
     // Loaded only here: on Node 22 and 24 it may be absent (an optional dependency that did not build).
-    const Database = require('better-sqlite3') as typeof BetterSqlite3;
+    const Database = loadBetterSqlite3();
     // Its database and statements already have exactly this shape: no wrapper on the Node 20 path.
     chosen = { name: 'better-sqlite3', open: (path) => new Database(path) as unknown as SqliteConnection };
   }
   return chosen;
+}
+
+function loadBetterSqlite3(): typeof BetterSqlite3 {
+  try {
+    return require('better-sqlite3') as typeof BetterSqlite3;
+  } catch (error) {
+    throw new Error(
+      `SQLite needs Node 22.16 or later (node:sqlite), or better-sqlite3 installed and built for this Node: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
+  }
 }
 
 /** The driver this process uses, chosen once, on first use. */
