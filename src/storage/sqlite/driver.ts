@@ -96,7 +96,8 @@ function loadBetterSqlite3(): typeof BetterSqlite3 {
     return require('better-sqlite3') as typeof BetterSqlite3;
   } catch (error) {
     throw new Error(
-      `SQLite needs Node 22.16 or later (node:sqlite), or better-sqlite3 installed and built for this Node: ${error instanceof Error ? error.message : String(error)}`,
+      // The first line only: Node's "Cannot find module" goes on with its require stack.
+      `SQLite needs Node 22.16 or later (node:sqlite), or better-sqlite3 installed and built for this Node: ${String(error instanceof Error ? error.message : error).split('\n')[0]}`,
       { cause: error },
     );
   }
