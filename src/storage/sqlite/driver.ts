@@ -7,7 +7,10 @@ export interface RunResult {
   readonly lastInsertRowid: number | bigint;
 }
 
-/** A prepared statement, as both drivers offer it. */
+/**
+ * A prepared statement, as both drivers offer it. Parameters go one by one or as one array (as
+ * Kysely passes them), as better-sqlite3 takes them.
+ */
 export interface SqliteStatement<Params extends unknown[] = unknown[], Row = unknown> {
   /** Whether the statement returns rows (a SELECT, or a write with RETURNING). */
   readonly reader: boolean;
@@ -157,24 +160,29 @@ class NodeSqliteStatement<Params extends unknown[], Row> implements SqliteStatem
   }
 
   get(...params: Params): Row | undefined {
-    return this.#statement.get(...params) as Row | undefined;
+    return this.#statement.get(...spread(params)) as Row | undefined;
   }
 
   all(...params: Params): Row[] {
-    return this.#statement.all(...params) as Row[];
+    return this.#statement.all(...spread(params)) as Row[];
   }
 
   run(...params: Params): RunResult {
-    return this.#statement.run(...params);
+    return this.#statement.run(...spread(params));
   }
 
   *iterate(...params: Params): IterableIterator<Row> {
     // Running the statement again would reset this iteration; the statement cache asks `busy` first.
     this.#iterating += 1;
     try {
-      yield* this.#statement.iterate(...params) as IterableIterator<Row>;
+      yield* this.#statement.iterate(...spread(params)) as IterableIterator<Row>;
     } finally {
       this.#iterating -= 1;
     }
   }
+}
+
+/** node:sqlite would take one array as named parameters; no SQLite value is an array. */
+function spread(params: readonly unknown[]): readonly unknown[] {
+  return params.length === 1 && Array.isArray(params[0]) ? params[0] : params;
 }

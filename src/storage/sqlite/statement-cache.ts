@@ -1,4 +1,4 @@
-import type { SqliteDatabase, SqliteStatement as KyselyStatement } from 'kysely';
+import type { SqliteDatabase } from 'kysely';
 import type { SqliteConnection, SqliteStatement } from './driver.js';
 
 /**
@@ -9,36 +9,19 @@ import type { SqliteConnection, SqliteStatement } from './driver.js';
  * @param maxStatements how many distinct SQL texts are kept (oldest dropped first).
  */
 export function withStatementCache(database: SqliteConnection, maxStatements = 200): SqliteDatabase {
-  const statements = new Map<string, CachedStatement>();
+  const statements = new Map<string, SqliteStatement>();
   return {
     close: () => database.close(),
-    prepare(sql: string): KyselyStatement {
+    // Both drivers' statements take Kysely's array of parameters as they are.
+    prepare(sql: string): SqliteStatement {
       const cached = statements.get(sql);
-      if (cached !== undefined && !cached.statement.busy) return cached.forKysely;
-      const fresh = cache(database.prepare(sql));
+      if (cached !== undefined && !cached.busy) return cached;
+      const statement = database.prepare(sql);
       if (cached === undefined) {
         if (statements.size >= maxStatements) statements.delete(statements.keys().next().value!);
-        statements.set(sql, fresh);
+        statements.set(sql, statement);
       }
-      return fresh.forKysely;
-    },
-  };
-}
-
-interface CachedStatement {
-  readonly statement: SqliteStatement;
-  readonly forKysely: KyselyStatement;
-}
-
-/** Kysely passes parameters as one array; the drivers take them as separate arguments. */
-function cache(statement: SqliteStatement): CachedStatement {
-  return {
-    statement,
-    forKysely: {
-      reader: statement.reader,
-      all: (parameters) => statement.all(...parameters),
-      run: (parameters) => statement.run(...parameters),
-      iterate: (parameters) => statement.iterate(...parameters),
+      return statement;
     },
   };
 }
