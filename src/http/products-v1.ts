@@ -67,8 +67,12 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
       handler: async (request, reply) => {
         reply.type('application/json; charset=utf-8');
         addVary(reply, 'Accept-Encoding');
-        // HEAD needs only the headers (the same as GET's: chunked, no length); do not read the catalogue.
-        if (request.method === 'HEAD') return reply.send(Readable.from([]));
+        // HEAD needs only the headers (the same as GET's: chunked, no length); do not read the products,
+        // but do reach the database, so that an unreachable one is still a 503, for HEAD too.
+        if (request.method === 'HEAD') {
+          await store.describeCatalogue();
+          return reply.send(Readable.from([]));
+        }
         const coding = chooseCoding(request.headers['accept-encoding']);
         // The whole target: any query parameter that selects products is part of the key.
         const key = request.url;
