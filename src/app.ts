@@ -12,6 +12,7 @@ import { EXTRA_HTTP_METHODS, clientErrorHandler, frameworkErrors } from './http/
 import { useMetrics } from './http/metrics.js';
 import { productsV1 } from './http/products-v1.js';
 import { useHostCheck } from './http/request-address.js';
+import { useUnreadBodyLimit } from './http/unread-bodies.js';
 import { productsV2 } from './http/products-v2.js';
 import { requestId, useRequestIdHeader, withRequestId } from './http/request-id.js';
 import { useSharedSchemas } from './http/responses.js';
@@ -57,6 +58,7 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
 
   useProblemErrors(app);
   useStrictJsonBodies(app);
+  useUnreadBodyLimit(app);
   useRequestIdHeader(app);
   await useCors(app, cors);
   // After the request id and CORS hooks, so that its 400 carries their headers like any answer.
