@@ -45,6 +45,9 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
     frameworkErrors: withRequestId(frameworkErrors(cors)),
     clientErrorHandler: clientErrorHandler(cors),
     requestTimeout: TIMEOUTS.requestMs,
+    // Node enforces the header and request time limits only when it checks its connections, every
+    // 30 s by default: a limit of 15 s could then take 45 s to strike.
+    http: { connectionsCheckingInterval: TIMEOUTS.checkEveryMs },
     connectionTimeout: TIMEOUTS.idleSocketMs,
     keepAliveTimeout: TIMEOUTS.keepAliveMs,
     // While stopping, a request that still arrives on an open connection is served (the database

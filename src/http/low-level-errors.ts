@@ -38,12 +38,15 @@ export function clientErrorHandler(cors: CorsSettings): (error: NodeJS.ErrnoExce
     if (error.code === 'ECONNRESET' || socket.destroyed || refused.has(socket)) return;
     refused.add(socket);
     const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+    const pending = (socket as SocketWithResponse)._httpMessage ?? undefined;
     const refuse = (): void => {
-      if (socket.writable) socket.write(refusal(status, cors));
+      // An answer already under way cannot be followed by another in the middle of it.
+      if (socket.writable && (pending === undefined || !pending.headersSent || pending.writableFinished)) socket.write(refusal(status, cors));
       socket.destroy();
     };
-    const pending = (socket as SocketWithResponse)._httpMessage;
-    if (pending === null || pending === undefined || pending.writableFinished) {
+    // Only a request received in full is owed its answer first; an error about the request itself
+    // (its body too slow, say) is the answer.
+    if (pending === undefined || pending.writableFinished || !pending.req.complete) {
       refuse();
       return;
     }
