@@ -1,4 +1,5 @@
 import { connect } from 'node:net';
+import { randomSource } from '../../bench/data.js';
 import { uniqueBarcode } from '../helpers/products.js';
 
 /**
@@ -32,18 +33,6 @@ const QUIET_MS = 150;
 
 /** Words that must never reach a client: stack frames, SQL, driver and library names, file paths. */
 const LEAKS = /\n\s+at |node_modules|SQLITE_|sqlite3|better-sqlite|kysely|\bpg-|postgres|\bselect\b[^"]*\bfrom\b|\binsert into\b|\.ts:\d|\.js:\d/i;
-
-/** A small deterministic PRNG (mulberry32), so that a seed replays the same run. */
-export function randomFrom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function corpus(): string[] {
   const product = () => JSON.stringify({ name: 'Fuzzed flour 1 kg', barcode: uniqueBarcode(), price: '1.99' });
@@ -173,7 +162,7 @@ export async function fuzz({ url, seed, count, concurrency = 32 }: FuzzOptions):
   const worker = async (): Promise<void> => {
     while (next < count && failures.length < 10) {
       const index = next++;
-      const random = randomFrom(seed + index * 7919);
+      const random = randomSource(seed + index * 7919);
       // Fresh barcodes now and then, so that creates keep succeeding instead of all meeting a 409.
       const base = random() < 0.2 ? Buffer.from(corpus()[Math.floor(random() * seeds.length)]!, 'latin1') : seeds[Math.floor(random() * seeds.length)]!;
       const bytes = random() < 0.05 ? base : mutate(base, random);
