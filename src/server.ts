@@ -2,6 +2,7 @@ import { buildApp } from './app.js';
 import { staleBuildProblem } from './build-freshness.js';
 import { ConfigError, loadConfig, redactPassword, startupWarnings } from './config.js';
 import { loggerOptions } from './http/logging.js';
+import { OVERLOAD } from './http/overload.js';
 import { SchemaNotCurrentError } from './storage/migrations.js';
 import { openStore } from './storage/open-store.js';
 
@@ -47,7 +48,7 @@ async function main(): Promise<void> {
 
   const app = await buildApp({ config, store, logger: loggerOptions(config.logLevel) });
   try {
-    await app.listen({ port: config.port, host: config.host });
+    await app.listen({ port: config.port, host: config.host, backlog: OVERLOAD.listenBacklog });
   } catch (error) {
     console.error(listenProblem(error, config.host, config.port));
     await store.close().catch(() => undefined);
