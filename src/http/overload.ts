@@ -9,9 +9,13 @@ import { HttpProblem } from './problem.js';
  * elsewhere or come back.
  */
 export const OVERLOAD = Object.freeze({
-  /** Mean delay of the event loop, sampled every `sampleMs`, past which new requests get a 503. */
-  maxEventLoopDelayMs: 250,
-  sampleMs: 250,
+  /**
+   * Mean delay of the event loop, sampled every `sampleMs`, past which new requests get a 503. A
+   * second: every request already waits that long, and a shorter limit would also strike at the
+   * pauses of start-up and of a busy shared machine.
+   */
+  maxEventLoopDelayMs: 1_000,
+  sampleMs: 500,
   /** What a refused client is told to wait, in seconds. */
   retryAfterSeconds: 1,
   /**

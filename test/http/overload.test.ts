@@ -25,7 +25,7 @@ describe('a service offered more than it can serve', () => {
   after(() => server.stop());
 
   it('answers at once with a 503 problem and Retry-After, and keeps answering its liveness probe', async () => {
-    const stop = loadEventLoop(OVERLOAD.maxEventLoopDelayMs * 2, 50);
+    const stop = loadEventLoop(OVERLOAD.maxEventLoopDelayMs * 1.5, 50);
     try {
       await sleep(OVERLOAD.sampleMs * 3);
       const res = await send(`${server.url}/api/v1/shop/products`);

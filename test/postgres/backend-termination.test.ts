@@ -12,12 +12,10 @@ const TERMINATIONS = Number(process.env.TERMINATIONS ?? 300);
 /** Requests kept in flight at once, for each kind: plain creates, keyed creates, reads. */
 const LOOPS_PER_KIND = 3;
 
-const UNAVAILABLE = {
-  type: 'about:blank',
-  title: 'Service Unavailable',
-  status: 503,
-  detail: 'The catalogue database is not reachable right now; try again shortly.',
-};
+/** The two 503s a client may get here: the database lost for a moment, or the process overloaded. */
+const UNAVAILABLE = ['The catalogue database is not reachable right now; try again shortly.', 'The service is overloaded right now; try again shortly.'].map(
+  (detail) => JSON.stringify({ type: 'about:blank', title: 'Service Unavailable', status: 503, detail }),
+);
 
 interface Tally {
   statuses: Map<number, number>;
@@ -62,7 +60,7 @@ describe('PostgreSQL backends of the service terminated while it serves', { skip
     const record = (what: string, res: RawResponse, expectedOk: number): boolean => {
       tally.statuses.set(res.status, (tally.statuses.get(res.status) ?? 0) + 1);
       if (res.status === expectedOk) return true;
-      if (res.status !== 503 || JSON.stringify(res.json) !== JSON.stringify(UNAVAILABLE)) {
+      if (res.status !== 503 || !UNAVAILABLE.includes(JSON.stringify(res.json))) {
         tally.wrong.push(`${what}: ${res.status} ${res.text.slice(0, 300)}`);
       }
       return false;
@@ -80,9 +78,11 @@ describe('PostgreSQL backends of the service terminated while it serves', { skip
         if (!keyed || res.status !== 503) return;
       }
     };
+    await create(false);
     const read = async (): Promise<void> => {
+      // One product read whole: the v1 list streams, and a stream cut by a lost connection is cut short.
       const newest = tally.created.at(-1);
-      const res = await send(newest === undefined ? `${service.url}/api/v1/shop/products` : `${service.url}/api/v1/shop/product/${newest.pk}`);
+      const res = await send(newest === undefined ? `${service.url}/api/v2/shop/products?limit=1` : `${service.url}/api/v1/shop/product/${newest.pk}`);
       record('read', res, 200);
     };
     const loop = async (step: () => Promise<void>): Promise<void> => {
