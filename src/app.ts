@@ -26,6 +26,11 @@ export interface AppOptions {
   readonly store: CatalogueStore;
   /** Fastify's logger setting: `false` in tests, pino options in the server. */
   readonly logger?: FastifyServerOptions['logger'];
+  /**
+   * Whether new requests get a 503 while the event loop lags (default yes). Off where the app shares
+   * its process with other work, as in the test suite, whose pauses are not the service's overload.
+   */
+  readonly refuseWhenOverloaded?: boolean;
 }
 
 /**
@@ -33,7 +38,7 @@ export interface AppOptions {
  *
  * @example const app = await buildApp({ config: loadConfig({}), store }); await app.listen({ port: 0 });
  */
-export async function buildApp({ config, store, logger = false }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, store, logger = false, refuseWhenOverloaded = true }: AppOptions): Promise<FastifyInstance> {
   const allowedHeaders = ['Content-Type', 'Idempotency-Key'];
   if (config.apiToken !== undefined) allowedHeaders.push('Authorization');
   const cors: CorsSettings = { origin: config.corsOrigin, allowedHeaders };
@@ -70,7 +75,7 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
   await useApiDocs(app, { writeToken: config.apiToken !== undefined });
   useSharedSchemas(app);
   // Before everything that costs work, after the hooks that give every answer its id and CORS headers.
-  await useOverloadRefusal(app);
+  if (refuseWhenOverloaded) await useOverloadRefusal(app);
   // Probes and metrics come before the rate limit, so that monitoring is never held back.
   useMetrics(app, cors, store);
   await app.register(health, { store, cors });
