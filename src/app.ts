@@ -10,8 +10,10 @@ import { BODY_LIMIT_BYTES, useStrictJsonBodies } from './http/json-body.js';
 import { TIMEOUTS, useRateLimit } from './http/limits.js';
 import { EXTRA_HTTP_METHODS, clientErrorHandler, frameworkErrors } from './http/low-level-errors.js';
 import { useMetrics } from './http/metrics.js';
+import { useOverloadRefusal } from './http/overload.js';
 import { productsV1 } from './http/products-v1.js';
 import { useHostCheck } from './http/request-address.js';
+import { useUnreadBodyLimit } from './http/unread-bodies.js';
 import { productsV2 } from './http/products-v2.js';
 import { requestId, useRequestIdHeader, withRequestId } from './http/request-id.js';
 import { useSharedSchemas } from './http/responses.js';
@@ -24,6 +26,11 @@ export interface AppOptions {
   readonly store: CatalogueStore;
   /** Fastify's logger setting: `false` in tests, pino options in the server. */
   readonly logger?: FastifyServerOptions['logger'];
+  /**
+   * Whether new requests get a 503 while the event loop lags (default yes). Off where the app shares
+   * its process with other work, as in the test suite, whose pauses are not the service's overload.
+   */
+  readonly refuseWhenOverloaded?: boolean;
 }
 
 /**
@@ -31,7 +38,7 @@ export interface AppOptions {
  *
  * @example const app = await buildApp({ config: loadConfig({}), store }); await app.listen({ port: 0 });
  */
-export async function buildApp({ config, store, logger = false }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, store, logger = false, refuseWhenOverloaded = true }: AppOptions): Promise<FastifyInstance> {
   const allowedHeaders = ['Content-Type', 'Idempotency-Key'];
   if (config.apiToken !== undefined) allowedHeaders.push('Authorization');
   const cors: CorsSettings = { origin: config.corsOrigin, allowedHeaders };
@@ -44,6 +51,9 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
     frameworkErrors: withRequestId(frameworkErrors(cors)),
     clientErrorHandler: clientErrorHandler(cors),
     requestTimeout: TIMEOUTS.requestMs,
+    // Node enforces the header and request time limits only when it checks its connections, every
+    // 30 s by default: a limit of 15 s could then take 45 s to strike.
+    http: { connectionsCheckingInterval: TIMEOUTS.checkEveryMs },
     connectionTimeout: TIMEOUTS.idleSocketMs,
     keepAliveTimeout: TIMEOUTS.keepAliveMs,
     // While stopping, a request that still arrives on an open connection is served (the database
@@ -57,12 +67,15 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
 
   useProblemErrors(app);
   useStrictJsonBodies(app);
+  useUnreadBodyLimit(app);
   useRequestIdHeader(app);
   await useCors(app, cors);
   // After the request id and CORS hooks, so that its 400 carries their headers like any answer.
   useHostCheck(app);
   await useApiDocs(app, { writeToken: config.apiToken !== undefined });
   useSharedSchemas(app);
+  // Before everything that costs work, after the hooks that give every answer its id and CORS headers.
+  if (refuseWhenOverloaded) await useOverloadRefusal(app);
   // Probes and metrics come before the rate limit, so that monitoring is never held back.
   useMetrics(app, cors, store);
   await app.register(health, { store, cors });

@@ -3,6 +3,7 @@ import { staleBuildProblem } from './build-freshness.js';
 import { ConfigError, loadConfig, redactPassword, startupWarnings } from './config.js';
 import { hideSqliteExperimentalWarning } from './cli/node-warnings.js';
 import { loggerOptions } from './http/logging.js';
+import { OVERLOAD } from './http/overload.js';
 import { SchemaNotCurrentError } from './storage/migrations.js';
 import { openStore } from './storage/open-store.js';
 
@@ -49,7 +50,7 @@ async function main(): Promise<void> {
 
   const app = await buildApp({ config, store, logger: loggerOptions(config.logLevel) });
   try {
-    await app.listen({ port: config.port, host: config.host });
+    await app.listen({ port: config.port, host: config.host, backlog: OVERLOAD.listenBacklog });
   } catch (error) {
     console.error(listenProblem(error, config.host, config.port));
     await store.close().catch(() => undefined);

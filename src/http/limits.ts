@@ -21,6 +21,8 @@ export const TIMEOUTS = Object.freeze({
    * load balancers, so that they never send a request on a connection the service is closing.
    */
   keepAliveMs: 72_000,
+  /** How often the header and request limits are checked: each strikes at most this late. */
+  checkEveryMs: 500,
 });
 
 /**

@@ -1,4 +1,4 @@
-import { METHODS, STATUS_CODES } from 'node:http';
+import { METHODS, STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import type { CorsSettings } from './cors.js';
@@ -27,27 +27,61 @@ export function frameworkErrors(cors: CorsSettings): NonNullable<FastifyServerOp
 /**
  * Answers what Node's HTTP parser refuses before Fastify sees a request (an unknown method, a broken
  * header, headers too large, a request too slow) with a problem document, then closes the connection.
+ *
+ * The parser reads ahead: bytes that follow a complete request on the same connection are parsed
+ * while that request is still being served. Its answer is owed first, so the refusal waits until it
+ * has been written (or given up).
  */
 export function clientErrorHandler(cors: CorsSettings): (error: NodeJS.ErrnoException, socket: Socket) => void {
+  const refused = new WeakSet<Socket>();
   return (error, socket) => {
-    if (error.code === 'ECONNRESET' || socket.destroyed) return;
+    if (error.code === 'ECONNRESET' || socket.destroyed || refused.has(socket)) return;
+    refused.add(socket);
     const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-    const detail =
-      status === 408
-        ? 'The request took too long to arrive.'
-        : status === 431
-          ? 'The request headers are too large.'
-          : 'The request is not valid HTTP/1.1 (for example an unknown method or a malformed header).';
-    const body = JSON.stringify(problemBody(status, detail));
-    const cors_ = cors.origin === '*' ? 'Access-Control-Allow-Origin: *\r\n' : '';
-    if (socket.writable) {
-      socket.write(
-        `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\n${cors_}` +
-          `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-      );
+    const pending = (socket as SocketWithResponse)._httpMessage ?? undefined;
+    const refuse = (): void => {
+      // An answer already under way cannot be followed by another in the middle of it.
+      if (socket.writable && (pending === undefined || !pending.headersSent || pending.writableFinished)) socket.write(refusal(status, cors));
+      socket.destroy();
+    };
+    // Only a request received in full is owed its answer first; an error about the request itself
+    // (its body too slow, say) is the answer.
+    if (pending === undefined || pending.writableFinished || !pending.req.complete) {
+      refuse();
+      return;
     }
-    socket.destroy();
+    // Nothing more is read: the parser has failed, and whatever else comes is not a request.
+    socket.pause();
+    let done = false;
+    const once = (): void => {
+      if (done) return;
+      done = true;
+      refuse();
+    };
+    pending.once('finish', once);
+    pending.once('close', once);
   };
+}
+
+/**
+ * Node keeps the answer being written on a connection here (internal, but stable since Node 0.x);
+ * it is how Node itself decides whether a parser error may still be answered.
+ */
+type SocketWithResponse = Socket & { _httpMessage?: ServerResponse | null };
+
+function refusal(status: number, cors: CorsSettings): string {
+  const detail =
+    status === 408
+      ? 'The request took too long to arrive.'
+      : status === 431
+        ? 'The request headers are too large.'
+        : 'The request is not valid HTTP/1.1 (for example an unknown method or a malformed header).';
+  const body = JSON.stringify(problemBody(status, detail));
+  const cors_ = cors.origin === '*' ? 'Access-Control-Allow-Origin: *\r\n' : '';
+  return (
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\n${cors_}` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+  );
 }
 
 function allowedOrigin(cors: CorsSettings, origin: string | undefined): string | undefined {

@@ -13,16 +13,24 @@ export interface RequestAddress {
 }
 
 /**
- * Refuses a request whose `Host` is not a plain host and port (RFC 9112 §3.2: 400), because the host
- * is written into the absolute links the service returns.
+ * Refuses a request whose `Host` is not a plain host and port, or that has more than one `Host`
+ * (RFC 9112 §3.2: 400), because the host is written into the absolute links the service returns.
  */
 export function useHostCheck(app: FastifyInstance): void {
   // A callback hook: an async one costs a promise per request for no waiting.
   app.addHook('onRequest', (request, _reply, done) => {
+    // Node keeps the first of several Host headers; which one a proxy in front used is anyone's guess.
+    if (countHeader(request.raw.rawHeaders, 'host') > 1) return done(new HttpProblem(400, 'The request has more than one Host header.'));
     const host = request.headers.host;
     if (host !== undefined && !VALID_HOST.test(host)) return done(new HttpProblem(400, 'The Host header is not a valid host name and port.'));
     done();
   });
+}
+
+function countHeader(rawHeaders: readonly string[], name: string): number {
+  let count = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.toLowerCase() === name) count += 1;
+  return count;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { DEFAULT_MIGRATION_TABLE, Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import type { DialectKind } from './schema.js';
 
 /**
@@ -164,15 +164,35 @@ export class SchemaNotCurrentError extends Error {
   }
 }
 
+/** The database was migrated by a newer version of the service, which this one cannot serve safely. */
+export class SchemaNewerError extends Error {
+  /** The migrations the database has run that this version does not know. */
+  readonly unknown: readonly string[];
+
+  constructor(unknown: readonly string[]) {
+    super(
+      `The database was migrated by a newer version of the catalogue (${unknown.join(', ')} ${unknown.length === 1 ? 'is' : 'are'} unknown to this version); run that version or a later one.`,
+    );
+    this.name = 'SchemaNewerError';
+    this.unknown = unknown;
+  }
+}
+
 /**
  * Brings the database's schema up to date.
  *
  * @returns the names of the migrations that ran now (empty when it was already current).
- * @throws the migration's error; the failed step is rolled back where the database allows it.
+ * @throws SchemaNewerError when the database has run migrations this version does not know; otherwise
+ *   the migration's error, the failed step rolled back where the database allows it.
  */
 export async function migrateToLatest(db: Kysely<unknown>, dialect: DialectKind): Promise<string[]> {
   const { error, results } = await (await migratorFor(db, dialect)).migrateToLatest();
-  if (error !== undefined) throw error;
+  if (error !== undefined) {
+    // Kysely calls a migration it does not know "corrupted"; the usual cause is a newer version.
+    const unknown = await unknownMigrations(db, dialect).catch(() => []);
+    if (unknown.length > 0) throw new SchemaNewerError(unknown);
+    throw error;
+  }
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 
@@ -185,6 +205,14 @@ export async function assertSchemaCurrent(db: Kysely<unknown>, dialect: DialectK
   const migrations = await (await migratorFor(db, dialect)).getMigrations();
   const pending = migrations.filter((migration) => migration.executedAt === undefined).map((migration) => migration.name);
   if (pending.length > 0) throw new SchemaNotCurrentError(pending);
+}
+
+/** Migrations the database records as run that this version does not have. */
+async function unknownMigrations(db: Kysely<unknown>, dialect: DialectKind): Promise<string[]> {
+  const table = dialect === 'postgres' ? `${await currentSchema(db)}.${DEFAULT_MIGRATION_TABLE}` : DEFAULT_MIGRATION_TABLE;
+  const { rows } = await sql<{ name: string }>`select name from ${sql.table(table)} order by name`.execute(db);
+  const known = migrationsFor(dialect);
+  return rows.map((row) => row.name).filter((name) => !Object.hasOwn(known, name));
 }
 
 async function migratorFor(db: Kysely<unknown>, dialect: DialectKind): Promise<Migrator> {

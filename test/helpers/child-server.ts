@@ -12,6 +12,8 @@ export interface ChildServer {
   readonly logs: Array<{ msg?: string; level?: number }>;
   /** Resolves when the process has ended, with its exit code (null when killed by a signal) and signal. */
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Everything written to standard error so far. */
+  readonly stderr: () => string;
   /** Resolves at the first log line whose message matches. */
   waitForLog(pattern: RegExp): Promise<void>;
 }
@@ -60,7 +62,7 @@ export function spawnServer(env: Record<string, string>): Promise<ChildServer> {
   return waitForLog(/^Server listening at http:\/\/127\.0\.0\.1:/).then(() => {
     const listening = logs.find((entry) => /^Server listening at/.test(entry.msg ?? ''))!;
     const url = listening.msg!.replace(/^Server listening at /, '');
-    return { url, process: child, logs, exited, waitForLog };
+    return { url, process: child, logs, exited, waitForLog, stderr: () => stderr };
   });
 }
 

@@ -19,14 +19,21 @@ export interface ProcessExit {
   readonly elapsedMs: number;
 }
 
+/** Another account to run the service as: a user and group id. */
+export interface RunAs {
+  readonly uid: number;
+  readonly gid: number;
+}
+
 /** Spawns `src/server.ts` as the service's own process would run, with `env` on top of the test's. */
-function spawnServer(env: Record<string, string>): ChildProcess {
+function spawnServer(env: Record<string, string>, runAs?: RunAs): ChildProcess {
   // The test runner marks its own child processes; the service is not one of its tests.
   const { NODE_TEST_CONTEXT: _runner, ...inherited } = process.env;
   return spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
     cwd: ROOT,
     env: { ...inherited, HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...runAs,
   });
 }
 
@@ -73,9 +80,9 @@ export async function startServiceProcess(env: Record<string, string>): Promise<
 }
 
 /** Runs the service expecting it to stop by itself (a start-up failure), and reports how it ended. */
-export async function runServiceUntilExit(env: Record<string, string>, limitMs: number): Promise<ProcessExit> {
+export async function runServiceUntilExit(env: Record<string, string>, limitMs: number, runAs?: RunAs): Promise<ProcessExit> {
   const started = performance.now();
-  const child = spawnServer(env);
+  const child = spawnServer(env, runAs);
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));

@@ -25,10 +25,15 @@ export interface RunningServer {
  * Starts the real app on a real socket (port 0) over a database location, with settings given as
  * the environment would give them.
  */
-export async function startServer(location: DatabaseLocation, env: Record<string, string> = {}): Promise<RunningServer> {
+export async function startServer(
+  location: DatabaseLocation,
+  env: Record<string, string> = {},
+  { refuseWhenOverloaded = false }: { refuseWhenOverloaded?: boolean } = {},
+): Promise<RunningServer> {
   const config = loadConfig({ ...env });
   const store = await openStore(location, { poolMax: config.dbPoolMax });
-  const app = await buildApp({ config, store });
+  // The suite's own work pauses the event loop it shares with the service: that is no overload.
+  const app = await buildApp({ config, store, refuseWhenOverloaded });
   const audit = auditResponses(app);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;

@@ -1,26 +1,12 @@
 import assert from 'node:assert/strict';
-import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { postJson, send } from '../helpers/http.js';
 import { createProduct } from '../helpers/products.js';
+import { rawExchange } from '../helpers/raw-socket.js';
 import { startFreshServer, type RunningServer } from '../helpers/server.js';
 import { STORES } from '../helpers/stores.js';
 
 const PROBLEM = 'application/problem+json; charset=utf-8';
-
-/** Writes raw bytes to the server and returns everything it answers before closing or going idle. */
-function rawExchange(url: string, bytes: string): Promise<string> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    // Written, not ended: a half-closed socket may be dropped before a slower answer is sent.
-    const socket = connect(Number(port), hostname, () => socket.write(bytes));
-    const chunks: Buffer[] = [];
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-    socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    socket.on('error', reject);
-    socket.setTimeout(5000, () => socket.destroy(new Error('no answer')));
-  });
-}
 
 function problemOf(raw: string): { status: number; headers: string; body: { status: number; detail: string } } {
   const [head = '', body = ''] = raw.split('\r\n\r\n');

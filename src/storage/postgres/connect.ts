@@ -54,6 +54,11 @@ export function connectPostgres(url: string, { poolMax, queryTimeLimits }: Postg
   // An idle connection that breaks (server restart, network cut) is dropped by the pool; without a
   // listener its error event would end the process. Requests in flight get their own error.
   pool.on('error', () => undefined);
+  // pg-pool listens for a client's errors only while it is idle. A backend terminated while its client
+  // is checked out (between two queries of a transaction, or in the same packet as the end of its
+  // start-up, before anyone holds the client) emits 'error' with nobody else listening, which would
+  // end the process. The next query on that client fails, and the request gets a 503.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: discardingFailedClients(pool) }) });
   pools.set(db, pool);
   return db;
@@ -83,9 +88,14 @@ function discardingFailedClients(pool: Pool): PostgresPool {
 class DiscardOnFailureClient implements PostgresPoolClient {
   readonly #client: PoolClient;
   #failed = false;
+  // A client whose connection broke while checked out is closed on release, not pooled again.
+  readonly #onError = (): void => {
+    this.#failed = true;
+  };
 
   constructor(client: PoolClient) {
     this.#client = client;
+    client.on('error', this.#onError);
   }
 
   query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
@@ -105,6 +115,7 @@ class DiscardOnFailureClient implements PostgresPoolClient {
 
   release(): void {
     // pg-pool closes a client released with an error (a hung one by destroying its socket).
+    this.#client.off('error', this.#onError);
     this.#client.release(this.#failed);
   }
 }

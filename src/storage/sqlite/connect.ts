@@ -1,5 +1,5 @@
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { Kysely, SqliteDialect } from 'kysely';
 import type { Database } from '../schema.js';
 import type { ChangeSignal, DialectErrors, DialectFastPaths, ProductRow, StateRow } from '../kysely-store.js';
@@ -32,7 +32,10 @@ export function connectSqlite(path: string): Kysely<Database> {
  * reuses prepared statements on this connection.
  */
 export function openSqlite(path: string): { db: Kysely<Database>; fastPaths: DialectFastPaths; changes: ChangeSignal } {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  if (path !== ':memory:') {
+    makeFolders(dirname(path));
+    assertWritable(path);
+  }
   const database = openSqliteConnection(path);
   for (const pragma of PRAGMAS) database.exec(`PRAGMA ${pragma}`);
   // Prepared on first use, once the migrations have created the tables.
@@ -64,6 +67,34 @@ export function openSqlite(path: string): { db: Kysely<Database>; fastPaths: Dia
       },
     },
   };
+}
+
+/**
+ * Creates the missing folders of `folder` one at a time. Node's recursive mkdir never returns for
+ * some paths that cannot be created (under /proc it spins for ever); one step at a time fails at once.
+ */
+function makeFolders(folder: string): void {
+  const missing: string[] = [];
+  for (let current = resolve(folder); !existsSync(current); current = dirname(current)) {
+    missing.unshift(current);
+    if (dirname(current) === current) break;
+  }
+  for (const each of missing) mkdirSync(each);
+}
+
+/**
+ * SQLite opens a file it may only read without a word and fails each write later; the service would
+ * then start, pass its readiness check and answer every create with a 500.
+ */
+function assertWritable(path: string): void {
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+    if (!existsSync(file)) continue;
+    try {
+      accessSync(file, constants.R_OK | constants.W_OK);
+    } catch {
+      throw new Error(file === path ? 'the file is read-only for this user; the service writes to it.' : `${file} is read-only for this user; the service writes to it.`);
+    }
+  }
 }
 
 export const sqliteErrors: DialectErrors = {

@@ -1,0 +1,44 @@
+import underPressure from '@fastify/under-pressure';
+import type { FastifyInstance } from 'fastify';
+import { HttpProblem } from './problem.js';
+
+/**
+ * What the service does when offered more than it can serve. Past these limits a request is answered
+ * at once with a 503 problem document and `Retry-After`, instead of waiting its turn behind thousands
+ * of others until its client gives up: the answer is short, and a load balancer or a till can go
+ * elsewhere or come back.
+ */
+export const OVERLOAD = Object.freeze({
+  /**
+   * Mean delay of the event loop, sampled every `sampleMs`, past which new requests get a 503. A
+   * second: every request already waits that long, and a shorter limit would also strike at the
+   * pauses of start-up and of a busy shared machine.
+   */
+  maxEventLoopDelayMs: 1_000,
+  sampleMs: 500,
+  /** What a refused client is told to wait, in seconds. */
+  retryAfterSeconds: 1,
+  /**
+   * Connections the operating system holds for the service before it accepts them (capped by the
+   * kernel's `net.core.somaxconn`). Node's 511 overflowed under a burst of 2,000 connections, and
+   * each connection dropped there waits a second or more for its client to try again; held here, it
+   * is accepted in turn and answered (by a 503 when the service is overloaded).
+   */
+  listenBacklog: 4096,
+});
+
+/** Probes and metrics keep answering under load: an overloaded instance is alive and observable. */
+const ALWAYS_SERVED = new Set(['/healthz', '/metrics']);
+
+export async function useOverloadRefusal(app: FastifyInstance): Promise<void> {
+  await app.register(underPressure, {
+    maxEventLoopDelay: OVERLOAD.maxEventLoopDelayMs,
+    sampleInterval: OVERLOAD.sampleMs,
+    pressureHandler: async (request) => {
+      if (ALWAYS_SERVED.has(request.routeOptions.url ?? '')) return;
+      throw new HttpProblem(503, 'The service is overloaded right now; try again shortly.', {
+        headers: { 'Retry-After': String(OVERLOAD.retryAfterSeconds) },
+      });
+    },
+  });
+}

@@ -1,0 +1,39 @@
+import type { FastifyInstance } from 'fastify';
+import { BODY_LIMIT_BYTES } from './json-body.js';
+
+/**
+ * Holds the body limit for bodies nobody reads. A request answered without reading its body (a 405,
+ * a 415, a GET with a body) would leave Node discarding the rest for as long as it comes, so that the
+ * connection can carry the next request: a chunked body could go on until the request time limit.
+ * Here the unread body is read and counted instead; a small one is drained and the connection kept,
+ * past the limit the connection is closed once the answer has been written. A body refused part way
+ * (413) is not read on at all.
+ */
+export function useUnreadBodyLimit(app: FastifyInstance): void {
+  app.addHook('onSend', async (request, reply, payload) => {
+    const incoming = request.raw;
+    if (incoming.complete) return payload;
+    if (reply.statusCode === 413 || incoming.readableDidRead) {
+      reply.header('Connection', 'close');
+      return payload;
+    }
+    let discarded = 0;
+    const count = (chunk: Buffer): void => {
+      discarded += chunk.length;
+      if (discarded <= BODY_LIMIT_BYTES) return;
+      incoming.off('data', count);
+      incoming.pause();
+      const close = (): void => {
+        incoming.socket.destroy();
+      };
+      if (reply.raw.writableFinished) close();
+      else {
+        reply.raw.once('finish', close);
+        reply.raw.once('close', close);
+      }
+    };
+    // Reading the body here also tells Node not to discard it by itself once the answer is written.
+    incoming.on('data', count);
+    return payload;
+  });
+}

@@ -1,0 +1,62 @@
+import { connect, type Socket } from 'node:net';
+
+/** Writes raw bytes to the server and returns everything it answers before closing or going idle. */
+export function rawExchange(url: string, bytes: string | Buffer, idleMs = 5000): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    // Written, not ended: a half-closed socket may be dropped before a slower answer is sent.
+    const socket = connect(Number(port), hostname, () => socket.write(bytes));
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    socket.on('error', reject);
+    socket.setTimeout(idleMs, () => socket.destroy(new Error('no answer')));
+  });
+}
+
+export interface EndlessBodyResult {
+  /** Everything the server answered. */
+  readonly answer: string;
+  /** Body bytes written before the server closed the connection (or the time ran out). */
+  readonly bytesWritten: number;
+  /** Whether the server closed the connection within the time allowed. */
+  readonly closedByServer: boolean;
+}
+
+/**
+ * Sends `head` (a request line and headers announcing a chunked body), then 1 KiB chunks as fast as
+ * the server takes them, for at most `limitMs`, and reports whether the server ended the connection.
+ */
+export function sendEndlessBody(url: string, head: string, limitMs: number): Promise<EndlessBodyResult> {
+  const { hostname, port } = new URL(url);
+  const chunk = Buffer.from(`400\r\n${'x'.repeat(1024)}\r\n`);
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let bytesWritten = 0;
+    let timedOut = false;
+    const socket: Socket = connect(Number(port), hostname, () => {
+      socket.write(head);
+      pump();
+    });
+    const pump = (): void => {
+      while (!socket.destroyed && !timedOut && socket.writable) {
+        bytesWritten += 1024;
+        if (!socket.write(chunk)) {
+          socket.once('drain', pump);
+          return;
+        }
+      }
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      socket.destroy();
+    }, limitMs);
+    socket.on('data', (data: Buffer) => chunks.push(data));
+    // A reset while writing is the server closing too.
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve({ answer: Buffer.concat(chunks).toString('utf8'), bytesWritten, closedByServer: !timedOut });
+    });
+  });
+}
