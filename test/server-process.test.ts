@@ -30,7 +30,7 @@ describe('the server process', () => {
     }, (res) => {
       let text = '';
       res.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
-      res.on('end', () => answered({ status: res.statusCode ?? 0, headers: res.headers, text, json: JSON.parse(text) }));
+      res.on('end', () => answered({ status: res.statusCode ?? 0, headers: res.headers, text, bytes: Buffer.from(text), json: JSON.parse(text) }));
     });
     req.on('error', (error) => failed(error));
     req.write(body.slice(0, half));

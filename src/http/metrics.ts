@@ -19,7 +19,22 @@ export function useMetrics(app: FastifyInstance, cors: CorsSettings, store: Cata
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const labelNames = ['method', 'route', 'status'] as const;
-  const requests = new Counter({ name: 'http_requests_total', help: 'Answered HTTP requests.', labelNames, registers: [registry] });
+  // Answers are counted into plain numbers per series and handed to prom-client when it is scraped:
+  // its own `inc` builds and hashes a key from the labels on every call, a cost the profile showed.
+  const counted = new Map<string, { readonly labels: Record<(typeof labelNames)[number], string>; count: number }>();
+  const requests = new Counter({
+    name: 'http_requests_total',
+    help: 'Answered HTTP requests.',
+    labelNames,
+    registers: [registry],
+    collect() {
+      for (const series of counted.values()) {
+        if (series.count === 0) continue;
+        this.inc(series.labels, series.count);
+        series.count = 0;
+      }
+    },
+  });
   const latency = new Histogram({
     name: 'http_request_duration_seconds',
     help: 'Time from receiving a request to finishing its answer.',
@@ -41,10 +56,18 @@ export function useMetrics(app: FastifyInstance, cors: CorsSettings, store: Cata
     },
   });
 
-  app.addHook('onResponse', async (request, reply) => {
-    const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
-    requests.inc(labels);
-    latency.observe(labels, reply.elapsedTime / 1000);
+  // A callback hook: an async one costs a promise per request for no waiting.
+  app.addHook('onResponse', (request, reply, done) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    const key = `${request.method} ${reply.statusCode} ${route}`;
+    let series = counted.get(key);
+    if (series === undefined) {
+      series = { labels: { method: request.method, route, status: String(reply.statusCode) }, count: 0 };
+      counted.set(key, series);
+    }
+    series.count += 1;
+    latency.observe(series.labels, reply.elapsedTime / 1000);
+    done();
   });
 
   resource(app, cors, '/metrics', {

@@ -11,7 +11,8 @@ import { createProductOnce } from './idempotency.js';
 import { HttpProblem } from './problem.js';
 import { resource } from './resource.js';
 import { RevisionCache } from './revision-cache.js';
-import { sendTagged, serializeOk, tagBody } from './conditional.js';
+import { addVary, sendTagged, serializeOk, tagBody, taggedSize, type TaggedBody } from './conditional.js';
+import { chooseCoding, compressLater, compressStream, type ContentCoding } from './compression.js';
 import { ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
 import { ProductListSchema } from './schemas.js';
 import { productWire } from './wire.js';
@@ -25,6 +26,23 @@ const LIST_BATCH = 2_000;
  */
 const CACHED_LIST_MAX_PRODUCTS = 50_000;
 
+/**
+ * Serialized products of the current generation, by pk: a hit needs no database work. Bounded in
+ * bytes and in entries (each entry also costs a Map slot and two string headers beyond its bytes).
+ */
+const DETAIL_CACHE_BYTES = 16 * 1024 * 1024;
+const DETAIL_CACHE_ENTRIES = 100_000;
+
+/** Lists of at least this many products (about 1 KB) are compressed for clients that accept it. */
+const LIST_COMPRESS_MIN_PRODUCTS = 12;
+
+/** A whole list as sent, with its compressed forms, each made on first request. */
+interface CachedList {
+  readonly text: string;
+  readonly count: number;
+  readonly encoded: Partial<Record<ContentCoding, Promise<Buffer>>>;
+}
+
 export interface ProductsV1Options {
   readonly store: CatalogueStore;
   readonly cors: CorsSettings;
@@ -32,7 +50,8 @@ export interface ProductsV1Options {
 
 /** v1: the whole catalogue in one array, one product by `pk`, and creation. */
 export async function productsV1(app: FastifyInstance, { store, cors }: ProductsV1Options): Promise<void> {
-  const lists = new RevisionCache<string>(CACHED_LIST_MAX_PRODUCTS * 400, (text) => text.length);
+  const lists = new RevisionCache<CachedList>(CACHED_LIST_MAX_PRODUCTS * 400, (list) => Math.ceil(list.text.length * 1.5));
+  const details = new RevisionCache<TaggedBody>(DETAIL_CACHE_BYTES, taggedSize, DETAIL_CACHE_ENTRIES);
 
   resource(app, cors, '/api/v1/shop/products', {
     GET: {
@@ -47,21 +66,39 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
       },
       handler: async (request, reply) => {
         reply.type('application/json; charset=utf-8');
-        // Read before the status line goes out, so an unreachable database is still a 503, for HEAD too.
-        const before = await store.describeCatalogue();
-        // HEAD needs only the headers (the same as GET's: chunked, no length); do not read the products.
-        if (request.method === 'HEAD') return reply.send(Readable.from([]));
-        const cached = lists.get(before.revision, 'list');
-        if (cached !== undefined) return reply.send(Readable.from([cached]));
+        addVary(reply, 'Accept-Encoding');
+        // HEAD needs only the headers (the same as GET's: chunked, no length); do not read the products,
+        // but do reach the database, so that an unreachable one is still a 503, for HEAD too.
+        if (request.method === 'HEAD') {
+          await store.describeCatalogue();
+          return reply.send(Readable.from([]));
+        }
+        const coding = chooseCoding(request.headers['accept-encoding']);
+        // The whole target: any query parameter that selects products is part of the key.
+        const key = request.url;
+        // Read before the status line goes out, so an unreachable database is still a 503.
+        const generation = await store.cacheGeneration();
+        const cached = lists.get(generation, key);
+        if (cached !== undefined) {
+          if (coding === undefined || cached.count < LIST_COMPRESS_MIN_PRODUCTS) return reply.send(Readable.from([cached.text]));
+          reply.header('Content-Encoding', coding);
+          const encoded = await (cached.encoded[coding] ??= compressLater(cached.text, coding));
+          return reply.send(Readable.from([encoded]));
+        }
+        const { count } = await store.describeCatalogue();
         const firstBatch = await store.listProductsAfter(0, LIST_BATCH);
+        const keep =
+          count > CACHED_LIST_MAX_PRODUCTS
+            ? undefined
+            : async (text: string): Promise<void> => {
+                // Batches are separate reads: the text is one snapshot only if no write came in between.
+                if ((await store.cacheGeneration()) === generation) lists.set(generation, key, { text, count, encoded: {} });
+              };
         // Few chunks in flight per response: memory per slow client stays near one batch.
-        if (before.count > CACHED_LIST_MAX_PRODUCTS) return reply.send(Readable.from(streamList(store, firstBatch), { highWaterMark: 2 }));
-        const keep = async (text: string): Promise<void> => {
-          // Batches are separate reads: the text is one snapshot only if no write came in between.
-          const after = await store.describeCatalogue();
-          if (after.revision === before.revision) lists.set(before.revision, 'list', text);
-        };
-        return reply.send(Readable.from(streamList(store, firstBatch, keep), { highWaterMark: 2 }));
+        const body = Readable.from(streamList(store, firstBatch, keep), { highWaterMark: 2 });
+        if (coding === undefined || count < LIST_COMPRESS_MIN_PRODUCTS) return reply.send(body);
+        reply.header('Content-Encoding', coding);
+        return reply.send(compressStream(body, coding));
       },
     },
   });
@@ -90,9 +127,15 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
       },
       handler: async (request, reply) => {
         const { pk } = request.params as { pk: string };
-        const product = await store.findProduct(parsePk(pk));
+        const key = parsePk(pk);
+        const generation = await store.cacheGeneration();
+        const cached = details.get(generation, String(key));
+        if (cached !== undefined) return sendTagged(request, reply, cached);
+        const product = await store.findProduct(key);
         if (product === undefined) throw new HttpProblem(404, `No product has pk ${pk}.`);
-        return sendTagged(request, reply, tagBody(serializeOk(reply, productWire(product))));
+        const tagged = tagBody(serializeOk(reply, productWire(product)));
+        details.set(generation, String(key), tagged);
+        return sendTagged(request, reply, tagged);
       },
     },
   });

@@ -13,7 +13,7 @@ import {
 import { HttpProblem } from './problem.js';
 import { resource } from './resource.js';
 import { RevisionCache } from './revision-cache.js';
-import { sendTagged, serializeOk, tagBody, type TaggedBody } from './conditional.js';
+import { sendTagged, serializeOk, tagBody, taggedSize, type TaggedBody } from './conditional.js';
 import { ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
 import type { PageWire } from './schemas.js';
 import { requestAddress, type RequestAddress } from './request-address.js';
@@ -21,6 +21,7 @@ import { pageItemWire } from './wire.js';
 
 /** Memory for serialized pages of the current revision (about 4,000 pages of 100). */
 const PAGE_CACHE_BYTES = 32 * 1024 * 1024;
+const PAGE_CACHE_ENTRIES = 20_000;
 
 export interface ProductsV2Options {
   readonly store: CatalogueStore;
@@ -55,8 +56,9 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
           ),
         });
 
-  // Serialized pages of the current revision: a hit costs one single-row read of the revision.
-  const cache = new RevisionCache<TaggedBody>(PAGE_CACHE_BYTES, (tagged) => tagged.body.length);
+  // Serialized pages of the current generation, keyed by the whole address (every query parameter,
+  // filters included): a hit needs no database work.
+  const cache = new RevisionCache<TaggedBody>(PAGE_CACHE_BYTES, taggedSize, PAGE_CACHE_ENTRIES);
 
   resource(app, cors, '/api/v2/shop/products', {
     GET: {
@@ -89,16 +91,17 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
       handler: async (request, reply) => {
         // Only valid requests are cached, so a hit needs no parsing of the query.
         const key = cacheKey(request);
-        const { revision, count } = await store.describeCatalogue();
-        const cached = key === undefined ? undefined : cache.get(revision, key);
+        const generation = await store.cacheGeneration();
+        const cached = key === undefined ? undefined : cache.get(generation, key);
         if (cached !== undefined) return sendTagged(request, reply, cached);
+        const { count } = await store.describeCatalogue();
 
         const address = requestAddress(request);
         const pageRequest = pagination === 'limit-offset' ? limitOffsetRequest(address.params, options) : pageNumberRequest(address.params);
         const window = pageRequest.window(count);
         const page = await store.readPage(window.offset, window.limit);
         const tagged = tagBody(serializeOk(reply, pageRequest.body(page, address)));
-        if (key !== undefined) cache.set(page.revision, key, tagged);
+        if (key !== undefined) cache.set(generation, key, tagged);
         return sendTagged(request, reply, tagged);
       },
     },

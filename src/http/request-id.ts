@@ -18,8 +18,10 @@ export function requestId(request: IncomingMessage): string {
 
 /** Returns the id on every answer, errors included, so a caller can quote it. */
 export function useRequestIdHeader(app: FastifyInstance): void {
-  app.addHook('onRequest', async (request, reply) => {
+  // A callback hook: an async one costs a promise per request for no waiting.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-Id', request.id);
+    done();
   });
 }
 

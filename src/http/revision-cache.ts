@@ -1,18 +1,24 @@
 /**
- * Values valid for one catalogue revision only, within a memory budget. Storing a value of a newer
- * revision than the one held empties the cache first, so that nothing read before a change of the
- * catalogue is ever served after it.
+ * Values valid for one cache generation of the catalogue only (`CatalogueStore.cacheGeneration()`),
+ * within a memory budget in bytes and in entries. Storing a value of a newer generation than the one
+ * held empties the cache first, and a value of an older one is dropped, so that nothing read before a
+ * change of the catalogue is ever served after it.
  */
 export class RevisionCache<T> {
   readonly #maxBytes: number;
+  readonly #maxEntries: number;
   readonly #sizeOf: (value: T) => number;
   #revision = -1;
   #bytes = 0;
   readonly #entries = new Map<string, T>();
 
-  /** `sizeOf` estimates a value's bytes (e.g. a string's length); the cache keeps their sum under `maxBytes`. */
-  constructor(maxBytes: number, sizeOf: (value: T) => number) {
+  /**
+   * `sizeOf` estimates a value's bytes (e.g. a string's length); the cache keeps their sum under
+   * `maxBytes` and holds at most `maxEntries` values, dropping the oldest first.
+   */
+  constructor(maxBytes: number, sizeOf: (value: T) => number, maxEntries = Number.POSITIVE_INFINITY) {
     this.#maxBytes = maxBytes;
+    this.#maxEntries = maxEntries;
     this.#sizeOf = sizeOf;
   }
 
@@ -31,7 +37,7 @@ export class RevisionCache<T> {
     if (size > this.#maxBytes || this.#entries.has(key)) return;
     // Oldest first (a Map iterates in insertion order) until the new value fits.
     for (const [oldKey, oldValue] of this.#entries) {
-      if (this.#bytes + size <= this.#maxBytes) break;
+      if (this.#bytes + size <= this.#maxBytes && this.#entries.size < this.#maxEntries) break;
       this.#entries.delete(oldKey);
       this.#bytes -= this.#sizeOf(oldValue) + oldKey.length;
     }

@@ -14,6 +14,21 @@ export interface KyselyStoreOptions {
   /** Reads the driver's connection pool, where there is one. */
   readonly poolStats?: () => PoolStats;
   readonly fastPaths?: DialectFastPaths;
+  /** Tells of changes other connections commit; without it every `cacheGeneration()` reads the revision. */
+  readonly changes?: ChangeSignal;
+}
+
+/**
+ * A dialect's way to learn, without a query per request where it can, that another connection
+ * committed a change to the products (PostgreSQL: LISTEN; SQLite: `PRAGMA data_version`).
+ */
+export interface ChangeSignal {
+  /**
+   * A number that differs from the one before whenever another connection committed a change since;
+   * `undefined` while the dialect cannot tell (then the store reads the revision).
+   */
+  current(): number | undefined;
+  close?(): Promise<void>;
 }
 
 /** Rows per statement when many are read or written at once; well under every database's parameter limit. */
@@ -40,18 +55,52 @@ export class KyselyCatalogueStore implements CatalogueStore {
   readonly #findQuery: CompiledQuery<ProductRow>;
   readonly #stateQuery: CompiledQuery<StateRow>;
   readonly #pageQuery: CompiledQuery<PageRow>;
+  readonly #changes: ChangeSignal | undefined;
+  #generation = 0;
+  /** What the change signal (or, negated, the revision) last said. */
+  #lastSeen: number | undefined;
 
   constructor(db: Kysely<Database>, errors: DialectErrors, options: KyselyStoreOptions = {}) {
     this.#db = db;
     this.#errors = errors;
     this.#poolStats = options.poolStats;
     this.#fast = options.fastPaths ?? {};
+    this.#changes = options.changes;
     this.#findQuery = db.selectFrom('product').select(['pk', 'name', 'barcode', 'price_cents']).where('pk', '=', 0).compile();
     this.#stateQuery = sql<StateRow>`${sql.raw(STATE_SUMS)}`.compile(db);
     this.#pageQuery = pageQuery(0, 0).compile(db);
   }
 
+  cacheGeneration(): number | Promise<number> {
+    const seen = this.#changes?.current();
+    if (seen !== undefined) return this.#observe(seen);
+    // Revisions are kept apart from the signal's numbers (negative), so that switching between the two
+    // always counts as a change.
+    return this.describeCatalogue().then(({ revision }) => this.#observe(-1 - revision));
+  }
+
+  #observe(seen: number): number {
+    if (seen !== this.#lastSeen) {
+      this.#lastSeen = seen;
+      this.#generation += 1;
+    }
+    return this.#generation;
+  }
+
+  /** After every write of this store, committed or not: its own commits are not signalled to it in time. */
+  #wrote(): void {
+    this.#generation += 1;
+  }
+
   async createProduct(product: NewProduct): Promise<Product> {
+    try {
+      return await this.#createProduct(product);
+    } finally {
+      this.#wrote();
+    }
+  }
+
+  async #createProduct(product: NewProduct): Promise<Product> {
     try {
       if (this.#fast.insertProduct !== undefined) return toProduct(await this.#fast.insertProduct(product));
       // Inserting only when the barcode is free, rather than letting the unique index refuse the row,
@@ -148,6 +197,14 @@ export class KyselyCatalogueStore implements CatalogueStore {
 
   async createKeyedProduct(product: NewProduct, record: IdempotencyRecord, expiredBefore: Date): Promise<Product> {
     try {
+      return await this.#createKeyedProduct(product, record, expiredBefore);
+    } finally {
+      this.#wrote();
+    }
+  }
+
+  async #createKeyedProduct(product: NewProduct, record: IdempotencyRecord, expiredBefore: Date): Promise<Product> {
+    try {
       return await this.#db.transaction().execute(async (trx) => {
         // Writing first takes the write lock at once (SQLite), and keeps the table small.
         await trx.deleteFrom('idempotency_key').where('created_at', '<', expiredBefore.getTime()).execute();
@@ -179,6 +236,14 @@ export class KyselyCatalogueStore implements CatalogueStore {
   }
 
   async insertProducts(batches: AsyncIterable<readonly NewProduct[]>): Promise<number> {
+    try {
+      return await this.#insertProducts(batches);
+    } finally {
+      this.#wrote();
+    }
+  }
+
+  async #insertProducts(batches: AsyncIterable<readonly NewProduct[]>): Promise<number> {
     let chunk: readonly NewProduct[] = [];
     try {
       return await this.#db.transaction().execute(async (trx) => {
@@ -202,6 +267,14 @@ export class KyselyCatalogueStore implements CatalogueStore {
   }
 
   async applyPriceList(batches: AsyncIterable<readonly NewProduct[]>): Promise<PriceListOutcome> {
+    try {
+      return await this.#applyPriceList(batches);
+    } finally {
+      this.#wrote();
+    }
+  }
+
+  async #applyPriceList(batches: AsyncIterable<readonly NewProduct[]>): Promise<PriceListOutcome> {
     let chunk: readonly NewProduct[] = [];
     try {
       return await this.#db.transaction().execute(async (transaction) => {
@@ -266,6 +339,7 @@ export class KyselyCatalogueStore implements CatalogueStore {
   }
 
   async close(): Promise<void> {
+    await this.#changes?.close?.();
     await this.#db.destroy();
   }
 

@@ -74,8 +74,35 @@ function migrationsFor(dialect: DialectKind): Record<string, Migration> {
         await db.schema.dropTable('idempotency_key').execute();
       },
     },
+    '0004_change_notice': {
+      // Every committed change to the products is announced, once per transaction (PostgreSQL folds
+      // equal notices of one transaction into one, and sends them only at commit), so that each
+      // instance's caches stay valid without a query per request. SQLite needs nothing: another
+      // process's commit shows in PRAGMA data_version.
+      async up(db: Kysely<unknown>): Promise<void> {
+        if (dialect !== 'postgres') return;
+        for (const statement of POSTGRES_NOTICE_TRIGGERS) await sql.raw(statement).execute(db);
+      },
+      async down(db: Kysely<unknown>): Promise<void> {
+        if (dialect !== 'postgres') return;
+        await sql.raw('DROP TRIGGER IF EXISTS product_change_notice ON product').execute(db);
+        await sql.raw('DROP TRIGGER IF EXISTS product_change_notice_truncate ON product').execute(db);
+        await sql.raw('DROP FUNCTION IF EXISTS catalogue_change_notice()').execute(db);
+      },
+    },
   };
 }
+
+// The channel is the schema's own (see storage/postgres/change-listener.ts): names are database-wide.
+const POSTGRES_NOTICE_TRIGGERS = [
+  `CREATE FUNCTION catalogue_change_notice() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     PERFORM pg_notify('catalogue_' || md5(TG_TABLE_SCHEMA), '');
+     RETURN NULL;
+   END $$`,
+  'CREATE TRIGGER product_change_notice AFTER INSERT OR UPDATE OR DELETE ON product FOR EACH STATEMENT EXECUTE FUNCTION catalogue_change_notice()',
+  'CREATE TRIGGER product_change_notice_truncate AFTER TRUNCATE ON product FOR EACH STATEMENT EXECUTE FUNCTION catalogue_change_notice()',
+];
 
 /** Rows of `catalogue_state` whose sums are the count and the revision. */
 const STATE_SLOTS = 16;

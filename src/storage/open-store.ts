@@ -2,6 +2,8 @@ import type { Kysely } from 'kysely';
 import type { DatabaseLocation } from '../config.js';
 import { KyselyCatalogueStore } from './kysely-store.js';
 import { assertSchemaCurrent, migrateToLatest } from './migrations.js';
+import { PostgresChangeListener } from './postgres/change-listener.js';
+import { PostgresGroupInsert } from './postgres/group-insert.js';
 import { connectPostgres, postgresErrors, postgresPoolStats } from './postgres/connect.js';
 import { openSqlite, sqliteErrors } from './sqlite/connect.js';
 import type { CatalogueStore } from './store.js';
@@ -62,12 +64,19 @@ function connect(
   purpose: 'serve' | 'migrate',
 ): { db: Kysely<Database>; store: CatalogueStore } {
   if (location.kind === 'sqlite') {
-    const { db, fastPaths } = openSqlite(location.path);
-    return { db, store: new KyselyCatalogueStore(db, sqliteErrors, { fastPaths }) };
+    const { db, fastPaths, changes } = openSqlite(location.path);
+    return { db, store: new KyselyCatalogueStore(db, sqliteErrors, { fastPaths, changes }) };
   }
   const db = connectPostgres(location.url, {
     poolMax: options.poolMax ?? DEFAULT_POOL_MAX,
     queryTimeLimits: purpose === 'serve',
   });
-  return { db, store: new KyselyCatalogueStore(db, postgresErrors, { poolStats: () => postgresPoolStats(db) }) };
+  if (purpose === 'migrate') return { db, store: new KyselyCatalogueStore(db, postgresErrors) };
+  const groups = new PostgresGroupInsert(db);
+  const store = new KyselyCatalogueStore(db, postgresErrors, {
+    poolStats: () => postgresPoolStats(db),
+    changes: new PostgresChangeListener(location.url),
+    fastPaths: { insertProduct: (product) => groups.insert(product) },
+  });
+  return { db, store };
 }

@@ -37,6 +37,15 @@ export interface CatalogueStore {
   describeCatalogue(): Promise<CatalogueSummary>;
 
   /**
+   * A number that stays the same only while the catalogue does, as far as this instance can tell: it
+   * rises after every write through this store and after every change another connection or process
+   * committed that the database made known (PostgreSQL: at once, by notification; SQLite: on the next
+   * call). An answer built from reads made after a call may be served again while later calls return the
+   * same number. Synchronous when no query is needed.
+   */
+  cacheGeneration(): number | Promise<number>;
+
+  /**
    * Up to `limit` products after skipping `offset`, in `pk` order, with the count and revision of the
    * same snapshot. The offset is resolved through the `pk` index: when pks are dense (no gaps), in
    * constant time, otherwise by walking the index only.

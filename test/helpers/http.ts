@@ -5,6 +5,8 @@ export interface RawResponse {
   readonly headers: IncomingHttpHeaders;
   /** The body as text ('' when there was none). */
   readonly text: string;
+  /** The body's bytes as received (still compressed when Content-Encoding says so). */
+  readonly bytes: Buffer;
   /** The body parsed as JSON, or `undefined` when it is empty. */
   readonly json: unknown;
 }
@@ -31,10 +33,12 @@ export function send(url: string, options: RawRequest = {}): Promise<RawResponse
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
+        const bytes = Buffer.concat(chunks);
+        const text = bytes.toString('utf8');
         let json: unknown;
-        if (text !== '' && /json/.test(res.headers['content-type'] ?? '')) json = JSON.parse(text);
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+        const encoded = res.headers['content-encoding'] !== undefined;
+        if (text !== '' && !encoded && /json/.test(res.headers['content-type'] ?? '')) json = JSON.parse(text);
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, bytes, json });
       });
       res.on('error', reject);
     });

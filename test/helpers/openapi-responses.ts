@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -130,15 +131,22 @@ export function auditResponses(app: FastifyInstance): ResponseAudit {
             chunks.push(Buffer.from(chunk));
             yield chunk;
           }
-          guardedCheck(request, reply, Buffer.concat(chunks).toString('utf8'));
+          guardedCheck(request, reply, decoded(reply, Buffer.concat(chunks)));
         })(),
       );
     }
-    const text = payload === null || payload === undefined ? '' : Buffer.isBuffer(payload) ? payload.toString('utf8') : String(payload);
+    const text = payload === null || payload === undefined ? '' : Buffer.isBuffer(payload) ? decoded(reply, payload) : String(payload);
     guardedCheck(request, reply, text);
     return payload;
   });
   return { mismatches };
+}
+
+/** A body's text, decoded from the content coding it is sent in. */
+function decoded(reply: FastifyReply, bytes: Buffer): string {
+  const coding = reply.getHeader('content-encoding');
+  if (bytes.length === 0 || coding === undefined) return bytes.toString('utf8');
+  return (coding === 'br' ? brotliDecompressSync(bytes) : gunzipSync(bytes)).toString('utf8');
 }
 
 /** A JSON pointer segment (RFC 6901). */

@@ -2,7 +2,7 @@ import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Kysely, SqliteDialect } from 'kysely';
 import type { Database } from '../schema.js';
-import type { DialectErrors, DialectFastPaths, ProductRow, StateRow } from '../kysely-store.js';
+import type { ChangeSignal, DialectErrors, DialectFastPaths, ProductRow, StateRow } from '../kysely-store.js';
 import { openSqliteConnection, type SqliteStatement } from './driver.js';
 import { GroupInsert } from './group-insert.js';
 import { withStatementCache } from './statement-cache.js';
@@ -31,7 +31,7 @@ export function connectSqlite(path: string): Kysely<Database> {
  * same connection: group-commit inserts and reads straight from prepared statements. Kysely, too,
  * reuses prepared statements on this connection.
  */
-export function openSqlite(path: string): { db: Kysely<Database>; fastPaths: DialectFastPaths } {
+export function openSqlite(path: string): { db: Kysely<Database>; fastPaths: DialectFastPaths; changes: ChangeSignal } {
   if (path !== ':memory:') {
     makeFolders(dirname(path));
     assertWritable(path);
@@ -47,7 +47,13 @@ export function openSqlite(path: string): { db: Kysely<Database>; fastPaths: Dia
       // SQLite's triggers keep everything in slot 0 (one writer at a time), so one row is the sum.
       state: database.prepare<[], StateRow>('SELECT product_count, revision FROM catalogue_state WHERE id = 0'),
     });
+  // Changes when another connection (another process: an import) commits to the file; this
+  // connection's own writes do not change it, and the store counts those itself. Cheaper than reading
+  // the revision row: no table page is read.
+  // Read as a row (no driver-specific plucking), so that every SQLite driver runs it alike.
+  const dataVersion = database.prepare<[], { data_version: number }>('PRAGMA data_version');
   return {
+    changes: { current: () => dataVersion.get()!.data_version },
     db: new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) }),
     fastPaths: {
       insertProduct: (product) => statements().groupInsert.insert(product),

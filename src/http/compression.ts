@@ -1,0 +1,77 @@
+import { pipeline, type Readable } from 'node:stream';
+import { promisify } from 'node:util';
+import { brotliCompress, brotliCompressSync, constants, createBrotliCompress, createGzip, gzip, gzipSync } from 'node:zlib';
+
+/** The encodings the service sends, best first when a client accepts several equally. */
+export type ContentCoding = 'br' | 'gzip';
+
+/** Bodies shorter than this are sent as they are: the headers and the framing would cost more than is saved. */
+export const COMPRESS_MIN_BYTES = 1024;
+
+/**
+ * Compressed once per cached body and then served many times, so a fairly high level pays. For the
+ * 840 KB list of 10,000 products: brotli 5 gives 59 KB in about 60 ms, gzip 6 124 KB in 16 ms; for a
+ * page of 100, 0.9 KB and 1.2 KB out of 7.6 KB, in 0.35 and 0.2 ms.
+ */
+const BROTLI_QUALITY = 5;
+const GZIP_LEVEL = 6;
+
+/**
+ * The coding to answer in for an `Accept-Encoding` header (RFC 9110 §12.5.3): the accepted one with the
+ * highest q-value among br and gzip (br on a tie), `*` standing for both, or `undefined` for the
+ * body as it is.
+ */
+export function chooseCoding(header: string | undefined): ContentCoding | undefined {
+  if (header === undefined || header === '') return undefined;
+  let br: number | undefined;
+  let gzip: number | undefined;
+  let any: number | undefined;
+  for (const part of header.split(',')) {
+    const [name = '', ...params] = part.split(';');
+    const coding = name.trim().toLowerCase();
+    let q = 1;
+    for (const param of params) {
+      const [key, value] = param.split('=');
+      if (key?.trim().toLowerCase() === 'q') q = Number(value?.trim());
+    }
+    if (!Number.isFinite(q)) q = 0;
+    if (coding === 'br') br = q;
+    else if (coding === 'gzip' || coding === 'x-gzip') gzip = q;
+    else if (coding === '*') any = q;
+  }
+  const brQ = br ?? any ?? 0;
+  const gzipQ = gzip ?? any ?? 0;
+  if (brQ <= 0 && gzipQ <= 0) return undefined;
+  return brQ >= gzipQ ? 'br' : 'gzip';
+}
+
+const brotliOptions = (body: string | Buffer) => ({
+  params: { [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [constants.BROTLI_PARAM_SIZE_HINT]: body.length },
+});
+
+/** `body` in `coding`, at once: for a page (under a millisecond for 100 products). */
+export function compress(body: string | Buffer, coding: ContentCoding): Buffer {
+  return coding === 'br' ? brotliCompressSync(body, brotliOptions(body)) : gzipSync(body, { level: GZIP_LEVEL });
+}
+
+const brotliAsync = promisify(brotliCompress);
+const gzipAsync = promisify(gzip);
+
+/**
+ * `body` in `coding`, on libuv's thread pool: for a whole list, which takes tens of milliseconds
+ * (brotli 5 on 840 KB: about 60 ms on a busy machine) that the event loop must not wait for.
+ */
+export function compressLater(body: string, coding: ContentCoding): Promise<Buffer> {
+  return coding === 'br' ? brotliAsync(body, brotliOptions(body)) : gzipAsync(body, { level: GZIP_LEVEL });
+}
+
+/**
+ * `source` compressed on the way out. A source that fails destroys the result with its error, so the
+ * answer is cut short rather than ended as if complete.
+ */
+export function compressStream(source: Readable, coding: ContentCoding): Readable {
+  const encoder = coding === 'br' ? createBrotliCompress({ params: { [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY } }) : createGzip({ level: GZIP_LEVEL });
+  // The error reaches whoever reads the encoder; nothing more to do here.
+  pipeline(source, encoder, () => undefined);
+  return encoder;
+}

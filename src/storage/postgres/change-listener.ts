@@ -1,0 +1,93 @@
+import { Client } from 'pg';
+import type { ChangeSignal } from '../kysely-store.js';
+
+/** Waits between attempts to listen again after the connection was lost: doubling, up to the last. */
+const RETRY_MS = { first: 50, most: 2_000 } as const;
+
+/** Opening the listening connection gives up after this; the next attempt follows. */
+const CONNECT_TIMEOUT_MS = 2_000;
+
+/**
+ * The channel the catalogue's triggers notify on (migration 0004): one per schema, since channel names
+ * are database-wide and several catalogues may share one database. md5 keeps it under 63 bytes.
+ */
+const CHANNEL_QUERY = "SELECT 'catalogue_' || md5(current_schema()) AS channel";
+
+/**
+ * Hears the database's own notices of committed product changes on a connection of its own (`LISTEN`),
+ * so that caches stay valid without a round trip per request. While that connection is down (killed,
+ * database restarting), `current()` says so and callers check the revision instead; the connection is
+ * opened again in the background, and its return counts as a change, flushing what was cached before.
+ */
+export class PostgresChangeListener implements ChangeSignal {
+  readonly #url: string;
+  #client: Client | undefined;
+  #changes = 0;
+  #listening = false;
+  #started = false;
+  #closed = false;
+  #retryMs: number = RETRY_MS.first;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(url: string) {
+    this.#url = url;
+  }
+
+  /** How many changes were heard, while listening; `undefined` while not (the caller must ask the database). */
+  current(): number | undefined {
+    if (!this.#started) {
+      // Started on first use, so a command that never caches opens no extra connection.
+      this.#started = true;
+      void this.#listen();
+    }
+    return this.#listening ? this.#changes : undefined;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#listening = false;
+    clearTimeout(this.#timer);
+    const client = this.#client;
+    this.#client = undefined;
+    await client?.end().catch(() => undefined);
+  }
+
+  async #listen(): Promise<void> {
+    if (this.#closed) return;
+    const client = new Client({ connectionString: this.#url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
+    this.#client = client;
+    // A lost connection emits 'error' (and then 'end'); without a listener the error would end the process.
+    client.on('error', () => this.#lost(client));
+    client.on('end', () => this.#lost(client));
+    client.on('notification', () => {
+      this.#changes += 1;
+    });
+    try {
+      await client.connect();
+      const { rows } = await client.query<{ channel: string }>(CHANNEL_QUERY);
+      const channel = rows[0]!.channel;
+      // Named after the channel, so that an operator (or a test) can tell this instance's listener apart.
+      await client.query(`SET application_name = 'catalogue listener ${channel}'`);
+      await client.query(`LISTEN "${channel}"`);
+    } catch {
+      this.#lost(client);
+      return;
+    }
+    if (this.#client !== client || this.#closed) return;
+    // Whatever changed while nobody listened is unknown: the return counts as a change.
+    this.#changes += 1;
+    this.#listening = true;
+    this.#retryMs = RETRY_MS.first;
+  }
+
+  #lost(client: Client): void {
+    if (this.#client !== client) return;
+    this.#client = undefined;
+    this.#listening = false;
+    client.end().catch(() => undefined);
+    if (this.#closed) return;
+    this.#timer = setTimeout(() => void this.#listen(), this.#retryMs);
+    this.#timer.unref();
+    this.#retryMs = Math.min(this.#retryMs * 2, RETRY_MS.most);
+  }
+}

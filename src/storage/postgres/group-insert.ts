@@ -1,0 +1,84 @@
+import { sql, type Kysely } from 'kysely';
+import { DuplicateBarcodeError } from '../../catalogue/errors.js';
+import type { NewProduct } from '../../catalogue/product.js';
+import type { ProductRow } from '../kysely-store.js';
+import type { Database } from '../schema.js';
+
+interface Waiting {
+  readonly product: NewProduct;
+  resolve(row: ProductRow): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Inserts products in groups: every create asked for while the previous group was on its way goes
+ * into one statement, so a group costs one round trip and one commit (the statement commits on its
+ * own). Each caller's promise settles only once that commit is acknowledged, so a 201 is never sent
+ * for a product that is not durable.
+ *
+ * pks come out as on SQLite: products are inserted in arrival order, and a barcode already stored,
+ * or repeated earlier in the same group, draws no pk (it is filtered out before the insert draws from
+ * the identity). `ON CONFLICT DO NOTHING` settles only a race with another connection's commit.
+ */
+export class PostgresGroupInsert {
+  readonly #db: Kysely<Database>;
+  #waiting: Waiting[] = [];
+  #inFlight = false;
+
+  constructor(db: Kysely<Database>) {
+    this.#db = db;
+  }
+
+  /**
+   * Inserts one product with the next group.
+   * @returns the stored row, once committed.
+   * @throws DuplicateBarcodeError when the barcode is taken (by a stored product or an earlier member
+   *   of the group); the driver's error when the group's statement failed (nothing of it is stored).
+   */
+  insert(product: NewProduct): Promise<ProductRow> {
+    return new Promise((resolve, reject) => {
+      this.#waiting.push({ product, resolve, reject });
+      // After the I/O phase, so that every request already readable joins this group; while a group is
+      // on its way, the next one gathers until it returns.
+      if (this.#waiting.length === 1 && !this.#inFlight) setImmediate(() => void this.#flush());
+    });
+  }
+
+  async #flush(): Promise<void> {
+    const group = this.#waiting;
+    this.#waiting = [];
+    this.#inFlight = true;
+    try {
+      const { rows } = await sql<ProductRow>`
+        WITH input AS (
+          SELECT name, barcode, price_cents, ord
+          FROM unnest(${group.map((w) => w.product.name)}::text[], ${group.map((w) => w.product.barcode)}::text[],
+                      ${group.map((w) => w.product.priceCents)}::bigint[]) WITH ORDINALITY AS t(name, barcode, price_cents, ord)
+        ), fresh AS (
+          SELECT DISTINCT ON (barcode) name, barcode, price_cents, ord FROM input
+          WHERE NOT EXISTS (SELECT 1 FROM product WHERE product.barcode = input.barcode)
+          ORDER BY barcode, ord
+        )
+        INSERT INTO product (name, barcode, price_cents)
+        SELECT name, barcode, price_cents FROM fresh ORDER BY ord
+        ON CONFLICT (barcode) DO NOTHING
+        RETURNING pk, name, barcode, price_cents`.execute(this.#db);
+      const stored = new Map(rows.map((row) => [row.barcode, row]));
+      for (const waiting of group) {
+        const row = stored.get(waiting.product.barcode);
+        // The first member with a barcode gets the row; any later one with the same barcode is a duplicate.
+        if (row !== undefined) {
+          stored.delete(waiting.product.barcode);
+          waiting.resolve(row);
+        } else {
+          waiting.reject(new DuplicateBarcodeError(waiting.product.barcode));
+        }
+      }
+    } catch (error) {
+      for (const waiting of group) waiting.reject(error);
+    } finally {
+      this.#inFlight = false;
+      if (this.#waiting.length > 0) setImmediate(() => void this.#flush());
+    }
+  }
+}
