@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -28,10 +28,10 @@ interface Started {
 }
 
 /** Runs `command` from the repository as an operator would, in a process group of its own. */
-function run(command: string, args: readonly string[], env: Record<string, string>): ChildProcess {
+function run(command: string, args: readonly string[], env: Record<string, string>, cwd = ROOT): ChildProcess {
   // The test runner marks its own child processes; the service is not one of its tests.
   const { NODE_TEST_CONTEXT: _runner, ...inherited } = process.env;
-  return spawn(command, args, { cwd: ROOT, env: { ...inherited, HOST: '127.0.0.1', PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  return spawn(command, args, { cwd, env: { ...inherited, HOST: '127.0.0.1', PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
 }
 
 /** Resolves once the service logs that it listens; fails if the process ends first. */
@@ -147,6 +147,21 @@ describe('npm start', { timeout: 120_000 }, () => {
     });
   }
 
+  it('serves every page, asset and document from a deployment that ships only dist/ and package.json', async (t) => {
+    const deployment = mkdtempSync(join(tmpdir(), 'catalogue-deployment-'));
+    t.after(() => rmSync(deployment, { recursive: true, force: true }));
+    cpSync(join(ROOT, 'dist'), join(deployment, 'dist'), { recursive: true });
+    cpSync(join(ROOT, 'package.json'), join(deployment, 'package.json'));
+    // What `npm ci --omit=dev` would install there: the packages left out of the bundle.
+    symlinkSync(join(ROOT, 'node_modules'), join(deployment, 'node_modules'));
+    const service = await started(t, run(process.execPath, ['dist/server.js'], { DATABASE_URL: await freshDatabase(t) }, deployment));
+    for (const path of ['/', '/assets/catalogue.js', '/assets/style.css', '/docs', '/docs/static/swagger-ui-bundle.js', '/openapi.json', '/docs/API.md']) {
+      assert.equal((await send(`${service.url}${path}`)).status, 200, path);
+    }
+    process.kill(service.child.pid!, 'SIGTERM');
+    assert.deepEqual(await service.exited, { code: 0, signal: null });
+  });
+
   it('says in one line that the port is in use, and exits 1', async (t) => {
     const port = await busyPort(t);
     const line = `Cannot listen on 127.0.0.1:${port}: the port is in use by another process (set PORT to another port).\n`;
@@ -219,6 +234,16 @@ describe('a stale build', () => {
     writeFileSync(join(root, 'src/new-module.ts'), '');
     assert.equal(findStaleSource(root), join('src', 'new-module.ts'));
     rmSync(join(root, 'src'), { recursive: true });
+    assert.equal(findStaleSource(root), undefined);
+  });
+
+  it('includes the files the build copies as they are', (t) => {
+    const root = checkout(t, 200);
+    mkdirSync(join(root, 'docs'));
+    writeFileSync(join(root, 'docs/API.md'), '');
+    assert.equal(findStaleSource(root), join('docs', 'API.md'));
+    mkdirSync(join(root, 'dist/docs'));
+    writeFileSync(join(root, 'dist/docs/API.md'), '');
     assert.equal(findStaleSource(root), undefined);
   });
 });

@@ -4,6 +4,7 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig, type Config, type DatabaseLocation } from '../../src/config.js';
 import { openStore } from '../../src/storage/open-store.js';
 import type { CatalogueStore } from '../../src/storage/store.js';
+import { ensureBuild } from './build.js';
 import { auditResponses } from './openapi-responses.js';
 import type { TestStore } from './stores.js';
 
@@ -26,6 +27,8 @@ export interface RunningServer {
  * the environment would give them.
  */
 export async function startServer(location: DatabaseLocation, env: Record<string, string> = {}): Promise<RunningServer> {
+  // The page and the contract the app serves are read from the build.
+  ensureBuild();
   const config = loadConfig({ ...env });
   const store = await openStore(location, { poolMax: config.dbPoolMax });
   const app = await buildApp({ config, store });
