@@ -22,16 +22,21 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
+export interface ServerOptions {
+  /** Stands between the app and its store, e.g. to count the store's reads; the store itself is closed. */
+  readonly wrapStore?: (store: CatalogueStore) => CatalogueStore;
+}
+
 /**
  * Starts the real app on a real socket (port 0) over a database location, with settings given as
  * the environment would give them.
  */
-export async function startServer(location: DatabaseLocation, env: Record<string, string> = {}): Promise<RunningServer> {
+export async function startServer(location: DatabaseLocation, env: Record<string, string> = {}, options: ServerOptions = {}): Promise<RunningServer> {
   // The page and the contract the app serves are read from the build.
   ensureBuild();
   const config = loadConfig({ ...env });
   const store = await openStore(location, { poolMax: config.dbPoolMax });
-  const app = await buildApp({ config, store });
+  const app = await buildApp({ config, store: options.wrapStore?.(store) ?? store });
   const audit = auditResponses(app);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
@@ -52,9 +57,9 @@ export async function startServer(location: DatabaseLocation, env: Record<string
 }
 
 /** A fresh database of `testStore` with a server over it; `stop()` also drops the database. */
-export async function startFreshServer(testStore: TestStore, env: Record<string, string> = {}): Promise<RunningServer> {
+export async function startFreshServer(testStore: TestStore, env: Record<string, string> = {}, options: ServerOptions = {}): Promise<RunningServer> {
   const { location, drop } = await testStore.create();
-  const server = await startServer(location, env);
+  const server = await startServer(location, env, options);
   return {
     ...server,
     stop: async () => {
