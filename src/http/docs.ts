@@ -62,7 +62,7 @@ export interface ApiDocsOptions {
  * Collects every route's schema into an OpenAPI 3.1 document, served at /openapi.json, with an
  * interactive reference at /docs that loads that document and whose assets come from the service
  * itself (no CDN), and the contract at /docs/API.md.
- * Register it before the routes it documents: it learns them as they are added.
+ * Register it before the routes it documents: it learns them as they are added (see buildApp).
  */
 export async function useApiDocs(app: FastifyInstance, { writeToken }: ApiDocsOptions): Promise<void> {
   const contract = await readFile(CONTRACT_FILE, 'utf8');
