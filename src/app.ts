@@ -38,6 +38,8 @@ export async function buildApp({ config, store, logger = false }: AppOptions): P
   const app = Fastify({
     logger,
     bodyLimit: BODY_LIMIT_BYTES,
+    // A longer path parameter does not reach its route: Fastify's not-found answers it, saying the path
+    // is not valid. 200 lets any pk a client could mean (and far more) get the product route's own 404.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     trustProxy: trustProxySetting(config.trustProxy),
     genReqId: requestId,

@@ -10,6 +10,7 @@ import Type from 'typebox';
 import { createProductOnce } from './idempotency.js';
 import { HttpProblem } from './problem.js';
 import { resource } from './resource.js';
+import { SAFE_INTEGER_DIGITS } from './pagination.js';
 import { RevisionCache } from './revision-cache.js';
 import { sendTagged, serializeOk, tagBody } from './conditional.js';
 import { ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
@@ -25,6 +26,13 @@ const LIST_BATCH = 2_000;
  */
 const CACHED_LIST_MAX_PRODUCTS = 50_000;
 
+/**
+ * Characters one product takes in the list, at most for any plain name: the keys and punctuation 42,
+ * pk 16, name 200, barcode 13, price 13 (about 290); the rest is room for names that need escaping.
+ * The cache's budget is a full cached list: 20 million characters.
+ */
+const LIST_CHARACTERS_PER_PRODUCT = 400;
+
 export interface ProductsV1Options {
   readonly store: CatalogueStore;
   readonly cors: CorsSettings;
@@ -32,7 +40,7 @@ export interface ProductsV1Options {
 
 /** v1: the whole catalogue in one array, one product by `pk`, and creation. */
 export async function productsV1(app: FastifyInstance, { store, cors }: ProductsV1Options): Promise<void> {
-  const lists = new RevisionCache<string>(CACHED_LIST_MAX_PRODUCTS * 400, (text) => text.length);
+  const lists = new RevisionCache<string>(CACHED_LIST_MAX_PRODUCTS * LIST_CHARACTERS_PER_PRODUCT, (text) => text.length);
 
   resource(app, cors, '/api/v1/shop/products', {
     GET: {
@@ -170,7 +178,7 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
 function parsePk(text: string): number {
   if (!/^[0-9]+$/.test(text)) return 0;
   const digits = text.replace(/^0+(?=[0-9])/, '');
-  if (digits.length > 16) return 0;
+  if (digits.length > SAFE_INTEGER_DIGITS) return 0;
   const pk = Number(digits);
   return Number.isSafeInteger(pk) ? pk : 0;
 }

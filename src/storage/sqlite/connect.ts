@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
+import { errorCode } from '../../error-details.js';
 import type { Database } from '../schema.js';
 import type { DialectErrors, DialectFastPaths, ProductRow, StateRow } from '../kysely-store.js';
 import { GroupInsert } from './group-insert.js';
@@ -65,7 +66,3 @@ export const sqliteErrors: DialectErrors = {
   // An embedded database is never "unreachable"; a busy or broken file is a real error.
   isConnectionFailure: () => false,
 };
-
-function errorCode(error: unknown): unknown {
-  return typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
-}
