@@ -1,4 +1,6 @@
-import { after, before, describe } from 'node:test';
+import { after, before, describe, type TestContext } from 'node:test';
+import { openStore } from '../../src/storage/open-store.js';
+import type { CatalogueStore } from '../../src/storage/store.js';
 import { startFreshServer, type RunningServer } from './server.js';
 import { STORES, type TestStore } from './stores.js';
 
@@ -7,6 +9,8 @@ export interface StoreTestContext {
   readonly testStore: TestStore;
   /** The block's server over a fresh database: started before its tests, stopped after them. */
   readonly server: RunningServer;
+  /** A store over a new empty database of this block's kind, closed and dropped after test `t`. */
+  freshStore(t: TestContext): Promise<CatalogueStore>;
 }
 
 export interface EachStoreOptions {
@@ -42,6 +46,15 @@ export function describeEachStore(
       }
       define({
         testStore,
+        freshStore: async (t) => {
+          const { location, drop } = await testStore.create();
+          const store = await openStore(location);
+          t.after(async () => {
+            await store.close();
+            await drop();
+          });
+          return store;
+        },
         get server(): RunningServer {
           if (server === undefined) throw new Error(`No server here: ${env === false ? 'the block starts none' : 'it starts before the first test'}.`);
           return server;

@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
-import { it, type TestContext } from 'node:test';
+import { it } from 'node:test';
 import type { NewProduct } from '../../src/catalogue/product.js';
-import { openStore } from '../../src/storage/open-store.js';
 import type { CatalogueStore } from '../../src/storage/store.js';
 import { describeEachStore } from '../helpers/each-store.js';
 import { uniqueBarcode } from '../helpers/products.js';
-import { type TestStore } from '../helpers/stores.js';
 
 const product = (name: string, priceCents = 100): NewProduct => ({ name, barcode: uniqueBarcode(), priceCents });
 
@@ -13,19 +11,9 @@ async function* inBatches(products: readonly NewProduct[], size: number): AsyncG
   for (let start = 0; start < products.length; start += size) yield products.slice(start, start + size);
 }
 
-async function freshStore(t: TestContext, testStore: TestStore): Promise<CatalogueStore> {
-  const { location, drop } = await testStore.create();
-  const store = await openStore(location);
-  t.after(async () => {
-    await store.close();
-    await drop();
-  });
-  return store;
-}
-
 describeEachStore('applyPriceList', { env: false }, (ctx) => {
   it('updates by barcode and adds in list order across many statements, drawing pks only for added products', async (t) => {
-    const store = await freshStore(t, ctx.testStore);
+    const store = await ctx.freshStore(t);
     const stored = Array.from({ length: 700 }, (_, i) => product(`Stored ${i}`));
     assert.equal(await store.insertProducts(inBatches(stored, 300)), 700);
 
@@ -48,7 +36,7 @@ describeEachStore('applyPriceList', { env: false }, (ctx) => {
   });
 
   it('writes nothing, and leaves the revision, when every product is already as listed', async (t) => {
-    const store = await freshStore(t, ctx.testStore);
+    const store = await ctx.freshStore(t);
     const stored = [product('Tea'), product('Honey')];
     await store.insertProducts(inBatches(stored, 10));
     const before = await store.describeCatalogue();
@@ -57,7 +45,7 @@ describeEachStore('applyPriceList', { env: false }, (ctx) => {
   });
 
   it('is all or nothing: a list that fails half-way changes nothing and draws no pk', async (t) => {
-    const store = await freshStore(t, ctx.testStore);
+    const store = await ctx.freshStore(t);
     const tea = product('Tea');
     await store.insertProducts(inBatches([tea], 10));
     const before = await store.describeCatalogue();
