@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
+import { openSqliteConnection } from '../src/storage/sqlite/driver.js';
 import { seededProduct } from './data.js';
 
 /** Rows per transaction: large enough that commits are rare, small enough to show progress. */
@@ -28,23 +28,22 @@ export function migrateWith(dist: string, databaseUrl: string): void {
  */
 export async function seedSqlite(dist: string, path: string, size: number, progress: Progress): Promise<void> {
   migrateWith(dist, `sqlite:${path}`);
-  const db = new SqliteDatabase(path);
+  const db = openSqliteConnection(path);
   try {
     // Seeding is not serving: durability per batch would only slow it down.
-    db.pragma('synchronous = OFF');
-    const insert = db.prepare('INSERT INTO product (name, barcode, price_cents) VALUES (?, ?, ?)');
-    const insertBatch = db.transaction((from: number, to: number) => {
+    db.exec('PRAGMA synchronous = OFF');
+    const insert = db.prepare<[string, string, number]>('INSERT INTO product (name, barcode, price_cents) VALUES (?, ?, ?)');
+    for (let from = 1; from <= size; from += BATCH) {
+      const to = Math.min(size, from + BATCH - 1);
+      db.exec('BEGIN');
       for (let n = from; n <= to; n++) {
         const p = seededProduct(n);
         insert.run(p.name, p.barcode, p.priceCents);
       }
-    });
-    for (let from = 1; from <= size; from += BATCH) {
-      const to = Math.min(size, from + BATCH - 1);
-      insertBatch(from, to);
+      db.exec('COMMIT');
       progress(to, size);
     }
-    db.pragma('wal_checkpoint(TRUNCATE)');
+    db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
     db.exec('ANALYZE');
   } finally {
     db.close();

@@ -55,10 +55,10 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
       },
       handler: async (request, reply) => {
         reply.type('application/json; charset=utf-8');
-        // HEAD needs only the headers (the same as GET's: chunked, no length); do not read the catalogue.
-        if (request.method === 'HEAD') return reply.send(Readable.from([]));
-        // Read before the status line goes out, so an unreachable database is still a 503.
+        // Read before the status line goes out, so an unreachable database is still a 503, for HEAD too.
         const before = await store.describeCatalogue();
+        // HEAD needs only the headers (the same as GET's: chunked, no length); do not read the products.
+        if (request.method === 'HEAD') return reply.send(Readable.from([]));
         const cached = lists.get(before.revision, 'list');
         if (cached !== undefined) return reply.send(Readable.from([cached]));
         const firstBatch = await store.listProductsAfter(0, LIST_BATCH);
