@@ -119,7 +119,7 @@ function listed(problems: readonly string[]): string {
 /** A baseline for one scenario only, so that its memory holds that scenario's answers alone. */
 async function startBaseline(label: string, file: string, answers: string): Promise<Target> {
   const port = await freePort();
-  return startTarget(label, port, [join(BASELINES, file), answers, String(port)], process.env);
+  return startTarget(label, port, [join(BASELINES, file), answers, String(port)], {});
 }
 
 async function driveOnce(run: Run, scenario: Scenario, exchanges: readonly Exchange[], target: Target, connections: number, seconds: number): Promise<LoadResult> {

@@ -1,6 +1,7 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { spawnChild } from '../test/helpers/child-server.js';
 import { send } from './client.js';
 
 export interface Target {
@@ -23,12 +24,16 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Starts a child that serves HTTP on `port` and resolves once it answers anything at `/`. */
-export async function startTarget(label: string, port: number, args: readonly string[], env: NodeJS.ProcessEnv): Promise<Target> {
-  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'ignore', 'inherit'] });
+/**
+ * Starts a child that serves HTTP on `port` and resolves once it answers anything at `/`: the
+ * baselines write no log line to wait for. `env` is laid over this process's environment; a setting
+ * given as `undefined` is left out.
+ */
+export async function startTarget(label: string, port: number, args: readonly string[], env: Record<string, string | undefined>): Promise<Target> {
+  const target = spawnChild(env, args);
   let exited: string | undefined;
-  child.once('exit', (code, signal) => {
-    exited = `exited with ${signal ?? code}`;
+  void target.exited.then(({ code, signal }) => {
+    exited = `exited with ${signal ?? code}: ${target.stderr()}`;
   });
   const deadline = Date.now() + 60_000;
   for (;;) {
@@ -38,27 +43,13 @@ export async function startTarget(label: string, port: number, args: readonly st
       break;
     } catch {
       if (Date.now() > deadline) {
-        child.kill('SIGKILL');
+        target.process.kill('SIGKILL');
         throw new Error(`${label} did not answer within 60 s`);
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
-  return {
-    label,
-    port,
-    child,
-    stop: () =>
-      new Promise((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        const kill = setTimeout(() => child.kill('SIGKILL'), 15_000);
-        child.once('exit', () => {
-          clearTimeout(kill);
-          resolve();
-        });
-        child.kill('SIGTERM');
-      }),
-  };
+  return { label, port, child: target.process, stop: async () => void (await target.stop()) };
 }
 
 /**

@@ -130,8 +130,8 @@ async function seed(options: BenchOptions, build: Build, work: string, cleanups:
 /** One service process per build and pagination style, each on its build's database, for the whole run. */
 async function startServices(builds: readonly Build[], databases: ReadonlyMap<string, string>, styles: ReadonlySet<Pagination>, cleanups: Array<() => Promise<void>>) {
   const services = new Map<string, Target>();
-  const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
-  for (const name of SETTINGS_LEFT_OUT) delete env[name];
+  const env: Record<string, string | undefined> = { HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
+  for (const name of SETTINGS_LEFT_OUT) env[name] = undefined;
   for (const build of builds) {
     for (const pagination of styles) {
       const port = await freePort();

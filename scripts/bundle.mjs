@@ -2,7 +2,10 @@
 // (dist/server.js, dist/cli/catalogue.js), over the per-file output of tsc. Loading the hundreds of
 // small ES modules of the dependencies one by one cost the service about half of its start (1.07 s of
 // CPU to the first answer, 0.58 s bundled), so that `npm start` could not answer within a second.
+import { copyFileSync, mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { build } from 'esbuild';
+import { COPIED_INTO_BUILD } from '../dist/build-freshness.js';
 
 await build({
   entryPoints: ['src/server.ts', 'src/cli/catalogue.ts'],
@@ -21,3 +24,10 @@ await build({
   // Dependencies written as CommonJS call require(), which an ES module does not have.
   banner: { js: "import { createRequire as createRequireForBundle } from 'node:module'; const require = createRequireForBundle(import.meta.url);" },
 });
+
+// The page and the contract are served as written; copied here, the build holds everything the service
+// serves, so that a deployment can ship dist/ alone.
+for (const [source, copy] of COPIED_INTO_BUILD) {
+  mkdirSync(dirname(copy), { recursive: true });
+  copyFileSync(source, copy);
+}

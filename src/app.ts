@@ -45,6 +45,8 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   const app = Fastify({
     logger,
     bodyLimit: BODY_LIMIT_BYTES,
+    // A longer path parameter does not reach its route: Fastify's not-found answers it, saying the path
+    // is not valid. 200 lets any pk a client could mean (and far more) get the product route's own 404.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     trustProxy: trustProxySetting(config.trustProxy),
     genReqId: requestId,
@@ -65,18 +67,25 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
     if (!app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true });
   }
 
+  // The order below is load-bearing, and this is the one place that says why. Hooks and onRoute hooks
+  // act only on what is registered after them, so each step comes after what it must see:
+  // 1. what every answer carries (problem errors, strict JSON, request id, CORS), then the Host check,
+  //    so that its 400 carries those headers like any answer;
+  // 2. the API docs, which learn each route as it is added;
+  // 3. probes and metrics, before the rate limit and the token, so monitoring is never held back;
+  // 4. the rate limit and the write token, whose onRoute hooks add 429 and 401 to the documented
+  //    answers of the routes after them (test/openapi.test.ts checks the document says so);
+  // 5. the catalogue's routes and the page.
   useProblemErrors(app);
   useStrictJsonBodies(app);
   useUnreadBodyLimit(app);
   useRequestIdHeader(app);
   await useCors(app, cors);
-  // After the request id and CORS hooks, so that its 400 carries their headers like any answer.
   useHostCheck(app);
   await useApiDocs(app, { writeToken: config.apiToken !== undefined });
   useSharedSchemas(app);
   // Before everything that costs work, after the hooks that give every answer its id and CORS headers.
   if (refuseWhenOverloaded) await useOverloadRefusal(app);
-  // Probes and metrics come before the rate limit, so that monitoring is never held back.
   useMetrics(app, cors, store);
   await app.register(health, { store, cors });
   if (config.rateLimit !== undefined) await useRateLimit(app, config.rateLimit);

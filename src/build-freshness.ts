@@ -3,7 +3,17 @@ import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
- * The first source under `ROOT/src` whose compiled output under `ROOT/dist` is missing or older
+ * The files the service serves as they are written, copied into the build by `npm run build`: each
+ * pair is a source and its copy, relative to the repository's root.
+ */
+export const COPIED_INTO_BUILD: ReadonlyArray<readonly [source: string, copy: string]> = Object.freeze([
+  ['src/web/index.html', 'dist/web/index.html'],
+  ['src/web/style.css', 'dist/web/style.css'],
+  ['docs/API.md', 'dist/docs/API.md'],
+] as const);
+
+/**
+ * The first source under `ROOT/src` (or file of `COPIED_INTO_BUILD`) whose compiled output under `ROOT/dist` is missing or older
  * than the source itself, as a path relative to `ROOT`; `undefined` when the build is current, or
  * when there are no sources beside it (a deployment that ships the build alone).
  *
@@ -15,9 +25,16 @@ export function findStaleSource(root: string): string | undefined {
   if (!existsSync(sources)) return undefined;
   for (const source of typeScriptFiles(sources)) {
     const output = join(root, 'dist', relative(sources, source).replace(/\.ts$/, '.js'));
-    if (!existsSync(output) || statSync(output).mtimeMs < statSync(source).mtimeMs) return relative(root, source);
+    if (isOlder(output, source)) return relative(root, source);
+  }
+  for (const [source, copy] of COPIED_INTO_BUILD) {
+    if (existsSync(join(root, source)) && isOlder(join(root, copy), join(root, source))) return join(...source.split('/'));
   }
   return undefined;
+}
+
+function isOlder(output: string, source: string): boolean {
+  return !existsSync(output) || statSync(output).mtimeMs < statSync(source).mtimeMs;
 }
 
 /**

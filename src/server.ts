@@ -2,6 +2,7 @@ import { buildApp } from './app.js';
 import { staleBuildProblem } from './build-freshness.js';
 import { ConfigError, loadConfig, redactPassword, startupWarnings } from './config.js';
 import { hideSqliteExperimentalWarning } from './cli/node-warnings.js';
+import { errorCode, errorMessage } from './error-details.js';
 import { loggerOptions } from './http/logging.js';
 import { OVERLOAD } from './http/overload.js';
 import { SchemaNotCurrentError } from './storage/migrations.js';
@@ -43,7 +44,7 @@ async function main(): Promise<void> {
     if (error instanceof SchemaNotCurrentError) {
       console.error(`${error.message} Run \`npx catalogue migrate\` first (MIGRATE_ON_START is false).`);
     } else {
-      console.error(`Cannot open the database ${where}: ${error instanceof Error ? error.message : String(error)}`);
+      console.error(`Cannot open the database ${where}: ${errorMessage(error)}`);
     }
     process.exit(1);
   }
@@ -84,12 +85,12 @@ async function main(): Promise<void> {
 
 /** One line saying why the service cannot listen, instead of the error's stack. */
 function listenProblem(error: unknown, host: string, port: number): string {
-  const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
+  const code = errorCode(error);
   const where = `${host}:${port}`;
   if (code === 'EADDRINUSE') return `Cannot listen on ${where}: the port is in use by another process (set PORT to another port).`;
   if (code === 'EACCES') return `Cannot listen on ${where}: permission denied (ports below 1024 need privileges; set PORT to 1024 or above).`;
   if (code === 'EADDRNOTAVAIL') return `Cannot listen on ${where}: this machine has no such address (set HOST to one of its addresses).`;
-  return `Cannot listen on ${where}: ${error instanceof Error ? error.message : String(error)}`;
+  return `Cannot listen on ${where}: ${errorMessage(error)}`;
 }
 
 await main();

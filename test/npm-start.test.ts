@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -10,8 +9,9 @@ import { pathToFileURL } from 'node:url';
 import { before, describe, it, type TestContext } from 'node:test';
 import { findStaleSource, staleBuildProblem } from '../src/build-freshness.js';
 import { ensureBuild, ROOT } from './helpers/build.js';
-import { databaseUrl } from './helpers/child-server.js';
+import { databaseUrl, spawnChild, type Child, type ChildExit } from './helpers/child-server.js';
 import { runCli } from './helpers/cli.js';
+import { describeEachStore } from './helpers/each-store.js';
 import { send } from './helpers/http.js';
 import { uniqueBarcode } from './helpers/products.js';
 import { STORES, type TestStore } from './helpers/stores.js';
@@ -23,48 +23,36 @@ interface Started {
   /** The service's own process (under `npm start`, npm's child). */
   readonly servicePid: number;
   readonly child: ChildProcess;
+  /** The messages logged so far. */
   readonly messages: string[];
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  readonly exited: Promise<ChildExit>;
 }
 
 /** Runs `command` from the repository as an operator would, in a process group of its own. */
-function run(command: string, args: readonly string[], env: Record<string, string>): ChildProcess {
-  // The test runner marks its own child processes; the service is not one of its tests.
-  const { NODE_TEST_CONTEXT: _runner, ...inherited } = process.env;
-  return spawn(command, args, { cwd: ROOT, env: { ...inherited, HOST: '127.0.0.1', PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+function run(command: string, args: readonly string[], env: Record<string, string>, cwd = ROOT): Child {
+  return spawnChild({ HOST: '127.0.0.1', PORT: '0', ...env }, args, { command, cwd, detached: true });
 }
 
 /** Resolves once the service logs that it listens; fails if the process ends first. */
-async function started(t: TestContext, child: ChildProcess): Promise<Started> {
-  const messages: string[] = [];
-  let stderr = '';
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+async function started(t: TestContext, child: Child): Promise<Started> {
   // The whole group, whether or not npm has ended: a service left behind must not outlive the test.
   t.after(() => {
     try {
-      process.kill(-child.pid!, 'SIGKILL');
+      process.kill(-child.process.pid!, 'SIGKILL');
     } catch {
       // Nothing left in the group.
     }
   });
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const listening = await new Promise<{ url: string; pid: number }>((resolve, reject) => {
-    let pending = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      pending += chunk.toString('utf8');
-      const lines = pending.split('\n');
-      pending = lines.pop()!;
-      // npm's own banner lines are not JSON; the service's log lines are.
-      for (const line of lines.filter((l) => l.startsWith('{'))) {
-        const entry = JSON.parse(line) as { msg: string; pid: number };
-        messages.push(entry.msg);
-        const match = /^Server listening at (http:\/\/127\.0\.0\.1:\d+)$/.exec(entry.msg);
-        if (match !== null) resolve({ url: match[1]!, pid: entry.pid });
-      }
-    });
-    void exited.then(({ code }) => reject(new Error(`exited with ${code} before listening: ${stderr}`)));
-  });
-  return { url: listening.url, servicePid: listening.pid, child, messages, exited };
+  const listening = await child.waitForLog(/^Server listening at http:\/\/127\.0\.0\.1:\d+$/);
+  return {
+    url: listening.msg!.replace(/^Server listening at /, ''),
+    servicePid: listening.pid!,
+    child: child.process,
+    get messages() {
+      return child.logs.map((entry) => entry.msg ?? '');
+    },
+    exited: child.exited,
+  };
 }
 
 function isRunning(pid: number): boolean {
@@ -89,13 +77,9 @@ async function busyPort(t: TestContext): Promise<number> {
   return (server.address() as AddressInfo).port;
 }
 
-async function exitOf(child: ChildProcess): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const [code] = (await once(child, 'exit')) as [number | null];
-  return { code, stdout, stderr };
+async function exitOf(child: Child): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const { code } = await child.exited;
+  return { code, stdout: child.stdout(), stderr: child.stderr() };
 }
 
 describe('npm start', { timeout: 120_000 }, () => {
@@ -147,6 +131,21 @@ describe('npm start', { timeout: 120_000 }, () => {
     });
   }
 
+  it('serves every page, asset and document from a deployment that ships only dist/ and package.json', async (t) => {
+    const deployment = mkdtempSync(join(tmpdir(), 'catalogue-deployment-'));
+    t.after(() => rmSync(deployment, { recursive: true, force: true }));
+    cpSync(join(ROOT, 'dist'), join(deployment, 'dist'), { recursive: true });
+    cpSync(join(ROOT, 'package.json'), join(deployment, 'package.json'));
+    // What `npm ci --omit=dev` would install there: the packages left out of the bundle.
+    symlinkSync(join(ROOT, 'node_modules'), join(deployment, 'node_modules'));
+    const service = await started(t, run(process.execPath, ['dist/server.js'], { DATABASE_URL: await freshDatabase(t) }, deployment));
+    for (const path of ['/', '/assets/catalogue.js', '/assets/style.css', '/docs', '/docs/static/swagger-ui-bundle.js', '/openapi.json', '/docs/API.md']) {
+      assert.equal((await send(`${service.url}${path}`)).status, 200, path);
+    }
+    process.kill(service.child.pid!, 'SIGTERM');
+    assert.deepEqual(await service.exited, { code: 0, signal: null });
+  });
+
   it('says in one line that the port is in use, and exits 1', async (t) => {
     const port = await busyPort(t);
     const line = `Cannot listen on 127.0.0.1:${port}: the port is in use by another process (set PORT to another port).\n`;
@@ -160,31 +159,29 @@ describe('npm start', { timeout: 120_000 }, () => {
   });
 });
 
-for (const testStore of STORES) {
-  describe(`MIGRATE_ON_START=false (${testStore.name})`, { skip: testStore.skip, timeout: 120_000 }, () => {
-    before(() => ensureBuild());
+describeEachStore('MIGRATE_ON_START=false', { env: false, timeout: 120_000 }, (ctx) => {
+  before(() => ensureBuild());
 
-    it('refuses a schema that is not current with one line, and serves once `catalogue migrate` has run', async (t) => {
-      const env = { DATABASE_URL: await freshDatabase(t, testStore), MIGRATE_ON_START: 'false' };
-      const refused = await exitOf(run(process.execPath, [SERVER], env));
-      assert.deepEqual(refused, {
-        code: 1,
-        stdout: '',
-        stderr: 'The database schema is not current: 0001_create_product, 0002_catalogue_state, 0003_idempotency, 0004_change_notice have not run. Run `npx catalogue migrate` first (MIGRATE_ON_START is false).\n',
-      });
-      // Neither does the import migrate it behind the operator's back.
-      const exported = await runCli('export', [], env);
-      assert.equal(exported.code, 1);
-      assert.match(exported.stderr, /^The database schema is not current: .* Run `catalogue migrate` first \(MIGRATE_ON_START is false\)\.\n$/);
-
-      assert.deepEqual(await runCli('migrate', [], env), { code: 0, stdout: '', stderr: 'Applied: 0001_create_product, 0002_catalogue_state, 0003_idempotency, 0004_change_notice.\n' });
-      const service = await started(t, run(process.execPath, [SERVER], env));
-      assert.deepEqual((await send(`${service.url}/api/v2/shop/products`)).json, { count: 0, next: null, previous: null, results: [] });
-      process.kill(service.child.pid!, 'SIGTERM');
-      assert.deepEqual(await service.exited, { code: 0, signal: null });
+  it('refuses a schema that is not current with one line, and serves once `catalogue migrate` has run', async (t) => {
+    const env = { DATABASE_URL: await freshDatabase(t, ctx.testStore), MIGRATE_ON_START: 'false' };
+    const refused = await exitOf(run(process.execPath, [SERVER], env));
+    assert.deepEqual(refused, {
+      code: 1,
+      stdout: '',
+      stderr: 'The database schema is not current: 0001_create_product, 0002_catalogue_state, 0003_idempotency, 0004_change_notice have not run. Run `npx catalogue migrate` first (MIGRATE_ON_START is false).\n',
     });
+    // Neither does the import migrate it behind the operator's back.
+    const exported = await runCli('export', [], env);
+    assert.equal(exported.code, 1);
+    assert.match(exported.stderr, /^The database schema is not current: .* Run `catalogue migrate` first \(MIGRATE_ON_START is false\)\.\n$/);
+
+    assert.deepEqual(await runCli('migrate', [], env), { code: 0, stdout: '', stderr: 'Applied: 0001_create_product, 0002_catalogue_state, 0003_idempotency, 0004_change_notice.\n' });
+    const service = await started(t, run(process.execPath, [SERVER], env));
+    assert.deepEqual((await send(`${service.url}/api/v2/shop/products`)).json, { count: 0, next: null, previous: null, results: [] });
+    process.kill(service.child.pid!, 'SIGTERM');
+    assert.deepEqual(await service.exited, { code: 0, signal: null });
   });
-}
+});
 
 describe('a stale build', () => {
   /** A checkout with one source in a sub-folder, built at `builtAt` (seconds since the epoch). */
@@ -219,6 +216,16 @@ describe('a stale build', () => {
     writeFileSync(join(root, 'src/new-module.ts'), '');
     assert.equal(findStaleSource(root), join('src', 'new-module.ts'));
     rmSync(join(root, 'src'), { recursive: true });
+    assert.equal(findStaleSource(root), undefined);
+  });
+
+  it('includes the files the build copies as they are', (t) => {
+    const root = checkout(t, 200);
+    mkdirSync(join(root, 'docs'));
+    writeFileSync(join(root, 'docs/API.md'), '');
+    assert.equal(findStaleSource(root), join('docs', 'API.md'));
+    mkdirSync(join(root, 'dist/docs'));
+    writeFileSync(join(root, 'dist/docs/API.md'), '');
     assert.equal(findStaleSource(root), undefined);
   });
 });

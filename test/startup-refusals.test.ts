@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { openStore } from '../src/storage/open-store.js';
-import { runServiceUntilExit, type RunAs } from './helpers/process.js';
+import { runServiceUntilExit, type RunAs } from './helpers/child-server.js';
 
 /** Root may write any file; the service is run as an ordinary account then, as in production. */
 const ORDINARY_USER: RunAs | undefined = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : undefined;

@@ -1,4 +1,5 @@
 import { JsonNumber } from './json-number.js';
+import { truncate } from './truncate.js';
 
 /** The largest price the catalogue keeps: 10 digits before the point, 2 after. */
 export const MAX_PRICE_CENTS = 999_999_999_999;
@@ -62,8 +63,4 @@ export function formatPrice(cents: number): string {
 
 function refuse(problem: string): PriceParse {
   return { ok: false, problem };
-}
-
-function truncate(text: string): string {
-  return text.length > 40 ? `${text.slice(0, 40)}…` : text;
 }

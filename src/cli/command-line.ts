@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.js';
+import { errorCode, errorMessage } from '../error-details.js';
 import { SchemaNotCurrentError } from '../storage/migrations.js';
 import { openStore } from '../storage/open-store.js';
 import type { CatalogueStore } from '../storage/store.js';
@@ -102,7 +103,7 @@ export async function openConfiguredStore(): Promise<{ config: Config; store: Ca
     if (error instanceof SchemaNotCurrentError) {
       throw new CommandFailure(`${error.message} Run \`catalogue migrate\` first (MIGRATE_ON_START is false).`);
     }
-    throw new CommandFailure(`Cannot open the database: ${describe(error)}`);
+    throw new CommandFailure(`Cannot open the database: ${errorMessage(error)}`);
   }
 }
 
@@ -111,15 +112,11 @@ export function readConfig(): Config {
   try {
     return loadConfig(process.env);
   } catch (error) {
-    throw new CommandFailure(error instanceof ConfigError ? error.message : describe(error));
+    throw new CommandFailure(error instanceof ConfigError ? error.message : errorMessage(error));
   }
-}
-
-export function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /** Whether `error` is a write to a pipe whose reader has gone (`catalogue export | head`). */
 export function isBrokenPipe(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && 'code' in error && error.code === 'EPIPE';
+  return errorCode(error) === 'EPIPE';
 }

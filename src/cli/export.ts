@@ -1,5 +1,6 @@
 import { createWriteStream } from 'node:fs';
-import { CommandFailure, EXIT, describe, isBrokenPipe, openConfiguredStore, readArguments, readFormat, UsageError, type Command } from './command-line.js';
+import { errorMessage } from '../error-details.js';
+import { CommandFailure, EXIT, isBrokenPipe, openConfiguredStore, readArguments, readFormat, UsageError, type Command } from './command-line.js';
 import { exportProducts } from './export-products.js';
 
 export const exportCommand: Command = {
@@ -36,7 +37,7 @@ Exit status: 0 exported (also when a reader such as \`head\` stops reading early
     } catch (error) {
       // The reader took what it wanted; there is nobody left to tell.
       if (path === undefined && isBrokenPipe(error)) return EXIT.done;
-      throw new CommandFailure(`Export failed: ${describe(error)}`);
+      throw new CommandFailure(`Export failed: ${errorMessage(error)}`);
     } finally {
       await store.close();
     }

@@ -1,7 +1,8 @@
 import { statSync } from 'node:fs';
 import { SingleBar } from 'cli-progress';
 import { DuplicateBarcodeError } from '../catalogue/errors.js';
-import { CommandFailure, EXIT, describe, openConfiguredStore, readArguments, readFormat, UsageError, type Command } from './command-line.js';
+import { errorMessage } from '../error-details.js';
+import { CommandFailure, EXIT, openConfiguredStore, readArguments, readFormat, UsageError, type Command } from './command-line.js';
 import { importProductFile, type ImportResult } from './import-products.js';
 import { UnreadableFileError } from './product-rows.js';
 
@@ -43,7 +44,7 @@ an unreadable file, a database error), 2 wrong usage.
     try {
       size = statSync(path).size;
     } catch (error) {
-      throw new CommandFailure(`Cannot read ${path}: ${describe(error)}`);
+      throw new CommandFailure(`Cannot read ${path}: ${errorMessage(error)}`);
     }
 
     const { store } = await openConfiguredStore();
@@ -54,7 +55,7 @@ an unreadable file, a database error), 2 wrong usage.
     } catch (error) {
       if (error instanceof UnreadableFileError) throw new CommandFailure(`${path}: ${error.message.replace(/([^.])$/, '$1.')} Nothing was imported.`);
       if (error instanceof DuplicateBarcodeError) throw new CommandFailure(`${error.message} It was added while the import ran; nothing was imported.`);
-      throw new CommandFailure(`Import failed; nothing was imported: ${describe(error)}`);
+      throw new CommandFailure(`Import failed; nothing was imported: ${errorMessage(error)}`);
     } finally {
       progress.stop();
       await store.close();

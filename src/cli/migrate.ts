@@ -1,5 +1,6 @@
+import { errorMessage } from '../error-details.js';
 import { migrateStore } from '../storage/open-store.js';
-import { CommandFailure, EXIT, describe, readArguments, readConfig, UsageError, type Command } from './command-line.js';
+import { CommandFailure, EXIT, readArguments, readConfig, UsageError, type Command } from './command-line.js';
 
 export const migrateCommand: Command = {
   name: 'migrate',
@@ -27,7 +28,7 @@ Exit status: 0 the schema is current, 1 failed, 2 wrong usage.
     try {
       ran = await migrateStore(config.database);
     } catch (error) {
-      throw new CommandFailure(`Migration failed: ${describe(error)}`);
+      throw new CommandFailure(`Migration failed: ${errorMessage(error)}`);
     }
     console.error(ran.length === 0 ? 'The database schema is up to date.' : `Applied: ${ran.join(', ')}.`);
     return EXIT.done;

@@ -4,6 +4,7 @@ import { Readable } from 'node:stream';
 import { CsvError, parse as parseCsv } from 'csv-parse';
 import { JsonNumber } from '../catalogue/json-number.js';
 import { parseJsonKeepingNumbers } from '../catalogue/parse-json.js';
+import { errorCode } from '../error-details.js';
 import { PRODUCT_FIELDS } from '../catalogue/product.js';
 
 export type FileFormat = 'csv' | 'json';
@@ -41,7 +42,7 @@ export async function* readProductRows(path: string, format: FileFormat, onBytes
     yield* format === 'csv' ? csvRows(file) : jsonRows(file);
   } catch (error) {
     // The file system's own refusals (a folder, no permission, gone): the file cannot be read at all.
-    const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
+    const code = errorCode(error);
     if (typeof code === 'string' && code.startsWith('E') && error instanceof Error) {
       throw new UnreadableFileError(`Cannot read ${path}: ${error.message}`);
     }
@@ -110,7 +111,6 @@ function checkHeader(record: string[]): string[] {
  * on; each item is then parsed on its own, so one broken item is one bad row, not a broken file.
  */
 async function* jsonRows(input: AsyncIterable<Buffer | string>): AsyncGenerator<SourceRow> {
-  const utf8 = new TextDecoder('utf-8', { fatal: true });
   let line = 1;
   let depth = 0;
   let opened = false;
@@ -127,13 +127,7 @@ async function* jsonRows(input: AsyncIterable<Buffer | string>): AsyncGenerator<
     return itemRow(text, itemLine);
   };
 
-  for await (const chunk of input) {
-    let text: string;
-    try {
-      text = utf8.decode(typeof chunk === 'string' ? Buffer.from(chunk) : chunk, { stream: true });
-    } catch {
-      throw new UnreadableFileError(`Line ${line}: the file is not valid UTF-8.`);
-    }
+  for await (const text of strictUtf8(input)) {
     const rows: SourceRow[] = [];
     for (const ch of text) {
       if (!opened || closed) {

@@ -28,6 +28,12 @@ export async function useCors(app: FastifyInstance, settings: CorsSettings): Pro
   });
 }
 
+/**
+ * How long a browser may reuse a preflight's answer: a day, the most Firefox honours (Chromium caps it
+ * at two hours). The answer changes only with a deployment's settings.
+ */
+const PREFLIGHT_MAX_AGE_SECONDS = 86_400;
+
 /** The CORS preflight answer: 200, no body. */
 export function preflight(reply: FastifyReply, settings: CorsSettings, allow: string): FastifyReply {
   return reply
@@ -35,6 +41,6 @@ export function preflight(reply: FastifyReply, settings: CorsSettings, allow: st
     .header('Allow', allow)
     .header('Access-Control-Allow-Methods', CORS_METHODS)
     .header('Access-Control-Allow-Headers', settings.allowedHeaders.join(', '))
-    .header('Access-Control-Max-Age', '86400')
+    .header('Access-Control-Max-Age', String(PREFLIGHT_MAX_AGE_SECONDS))
     .send();
 }

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance, FastifySchema } from 'fastify';
-import { repositoryRoot } from './repository-root.js';
+import { builtFile } from './build-output.js';
 
 /** Where the document, the interactive reference and the contract are served. */
 export const OPENAPI_PATH = '/openapi.json';
@@ -23,8 +23,8 @@ export const TAGS = Object.freeze({
 /** The path-item extension that describes the answer to every method a path does not serve. */
 export const REFUSED_METHODS_EXTENSION = 'x-refused-methods';
 
-// The contract is served as written in the repository, wherever this module runs from.
-const CONTRACT_FILE = new URL('docs/API.md', repositoryRoot(import.meta.url));
+// The contract is served as written in the repository's docs/API.md, which the build copies.
+const CONTRACT_FILE = builtFile(import.meta.url, 'docs/API.md');
 
 const DESCRIPTION = `A shop's product catalogue over HTTP: list every product, read one, create one, and page
 through the catalogue. Bodies are JSON; every error is an RFC 9457 problem document
@@ -62,7 +62,7 @@ export interface ApiDocsOptions {
  * Collects every route's schema into an OpenAPI 3.1 document, served at /openapi.json, with an
  * interactive reference at /docs that loads that document and whose assets come from the service
  * itself (no CDN), and the contract at /docs/API.md.
- * Register it before the routes it documents: it learns them as they are added.
+ * Register it before the routes it documents: it learns them as they are added (see buildApp).
  */
 export async function useApiDocs(app: FastifyInstance, { writeToken }: ApiDocsOptions): Promise<void> {
   const contract = await readFile(CONTRACT_FILE, 'utf8');

@@ -2,9 +2,7 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import { DuplicateBarcodeError, InvalidProductError, StoreUnavailableError } from '../catalogue/errors.js';
 import { BODY_LIMIT_BYTES, UNSUPPORTED_MEDIA_TYPE } from './json-body.js';
 import { HttpProblem, sendProblem } from './problem.js';
-
-/** Seconds a client should wait before retrying while the database is unreachable. */
-const RETRY_AFTER_SECONDS = '5';
+import { STORE_RETRY_AFTER_SECONDS } from './responses.js';
 
 /**
  * Maps every error to a problem document, in one place: domain errors to their statuses, Fastify's
@@ -24,7 +22,7 @@ export function useProblemErrors(app: FastifyInstance): void {
     }
     if (error instanceof StoreUnavailableError) {
       request.log.warn({ err: error.cause }, 'database unreachable');
-      reply.header('Retry-After', RETRY_AFTER_SECONDS);
+      reply.header('Retry-After', String(STORE_RETRY_AFTER_SECONDS));
       return sendProblem(reply, 503, 'The catalogue database is not reachable right now; try again shortly.');
     }
     const status = 'statusCode' in error && typeof error.statusCode === 'number' ? error.statusCode : 500;

@@ -1,4 +1,11 @@
 import type { FieldErrors } from '../catalogue/product.js';
+import { truncate } from '../catalogue/truncate.js';
+
+/**
+ * Digits of the largest safe integer (9007199254740991): a number written with more cannot be read
+ * exactly, and need not be read at all to know it is out of every range.
+ */
+export const SAFE_INTEGER_DIGITS = String(Number.MAX_SAFE_INTEGER).length;
 
 /** Page-number style's fixed page size. */
 export const PAGE_NUMBER_SIZE = 10;
@@ -49,7 +56,7 @@ function wholeNumber(params: URLSearchParams, name: string, min: number, errors:
   }
   // A huge limit is only lowered to the maximum and a huge page is past the last; an offset beyond
   // 2^53 cannot be computed with exactly, so it is refused.
-  const value = text.length > 16 && name !== 'offset' ? Number.MAX_SAFE_INTEGER : Number(text);
+  const value = text.length > SAFE_INTEGER_DIGITS && name !== 'offset' ? Number.MAX_SAFE_INTEGER : Number(text);
   if (value < min) {
     errors[name] = [`${name} must be ${min} or more; got ${text}.`];
     return undefined;
@@ -104,8 +111,4 @@ export function pageNumberLinks(
   const next = page < lastPage ? pageLink(base, path, params, { page: page + 1 }) : null;
   const previous = page > 1 ? pageLink(base, path, params, { page: page === 2 ? undefined : page - 1 }) : null;
   return { next, previous };
-}
-
-function truncate(text: string): string {
-  return text.length > 40 ? `${text.slice(0, 40)}…` : text;
 }

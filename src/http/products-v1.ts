@@ -10,6 +10,7 @@ import Type from 'typebox';
 import { createProductOnce } from './idempotency.js';
 import { HttpProblem } from './problem.js';
 import { resource } from './resource.js';
+import { SAFE_INTEGER_DIGITS } from './pagination.js';
 import { RevisionCache } from './revision-cache.js';
 import { addVary, sendTagged, serializeOk, tagBody, taggedSize, type TaggedBody } from './conditional.js';
 import { chooseCoding, compressLater, compressStream, type ContentCoding } from './compression.js';
@@ -43,6 +44,13 @@ interface CachedList {
   readonly encoded: Partial<Record<ContentCoding, Promise<Buffer>>>;
 }
 
+/**
+ * Characters one product takes in the list, at most for any plain name: the keys and punctuation 42,
+ * pk 16, name 200, barcode 13, price 13 (about 290); the rest is room for names that need escaping.
+ * The cache's budget is a full cached list: 20 million characters.
+ */
+const LIST_CHARACTERS_PER_PRODUCT = 400;
+
 export interface ProductsV1Options {
   readonly store: CatalogueStore;
   readonly cors: CorsSettings;
@@ -50,7 +58,7 @@ export interface ProductsV1Options {
 
 /** v1: the whole catalogue in one array, one product by `pk`, and creation. */
 export async function productsV1(app: FastifyInstance, { store, cors }: ProductsV1Options): Promise<void> {
-  const lists = new RevisionCache<CachedList>(CACHED_LIST_MAX_PRODUCTS * 400, (list) => Math.ceil(list.text.length * 1.5));
+  const lists = new RevisionCache<CachedList>(CACHED_LIST_MAX_PRODUCTS * LIST_CHARACTERS_PER_PRODUCT, (list) => Math.ceil(list.text.length * 1.5));
   const details = new RevisionCache<TaggedBody>(DETAIL_CACHE_BYTES, taggedSize, DETAIL_CACHE_ENTRIES);
 
   resource(app, cors, '/api/v1/shop/products', {
@@ -213,7 +221,7 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
 function parsePk(text: string): number {
   if (!/^[0-9]+$/.test(text)) return 0;
   const digits = text.replace(/^0+(?=[0-9])/, '');
-  if (digits.length > 16) return 0;
+  if (digits.length > SAFE_INTEGER_DIGITS) return 0;
   const pk = Number(digits);
   return Number.isSafeInteger(pk) ? pk : 0;
 }

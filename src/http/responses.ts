@@ -40,8 +40,14 @@ export const ETAG_HEADER = Type.String({
   examples: ['"LJD-Ixr_mUJBKCghCCERMDPxGRc"'],
 });
 
+/**
+ * Seconds a client should wait before retrying while the database is unreachable: long enough not to
+ * add load to a database coming back, short enough for a till to retry while the customer waits.
+ */
+export const STORE_RETRY_AFTER_SECONDS = 5;
+
 export const STORE_UNAVAILABLE = problemResponse('The database cannot be reached; nothing was changed. Retry after the seconds in Retry-After.', {
-  'Retry-After': Type.String({ description: 'Seconds to wait before retrying.', examples: ['5'] }),
+  'Retry-After': Type.String({ description: 'Seconds to wait before retrying.', examples: [String(STORE_RETRY_AFTER_SECONDS)] }),
 });
 
 /** Checked on every route before anything else, because the host is written into page links. */

@@ -3,14 +3,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
-import { repositoryRoot } from './repository-root.js';
+import { builtFile } from './build-output.js';
 
-// Resolved from the repository root, the folder holding src/ and dist/, whether this module runs from
-// src/http/ (tests, tsx) or bundled into dist/server.js (npm start): the page and its style are served
-// from the sources as written, the script from the build's output, so neither needs copying.
-const ROOT = repositoryRoot(import.meta.url);
-const PAGE_DIR = fileURLToPath(new URL('src/web/', ROOT));
-const SCRIPT_DIR = fileURLToPath(new URL('dist/web/', ROOT));
+// The page, its style and its script, all from the build (`npm run build` copies the first two there).
+const PAGE_DIR = fileURLToPath(builtFile(import.meta.url, 'web/'));
 
 const ASSET = /^\/?[a-z-]+\.(css|js|js\.map)$/;
 
@@ -21,7 +17,7 @@ const CONTENT_SECURITY_POLICY = "default-src 'self'; img-src 'self' data:; objec
 export async function webPage(app: FastifyInstance): Promise<void> {
   const page = await readFile(join(PAGE_DIR, 'index.html'), 'utf8');
   await app.register(fastifyStatic, {
-    root: [PAGE_DIR, SCRIPT_DIR],
+    root: PAGE_DIR,
     prefix: '/assets/',
     allowedPath: (path) => ASSET.test(path),
     index: false,

@@ -8,6 +8,7 @@ import type { DatabaseLocation } from '../../src/config.js';
 import { openStore } from '../../src/storage/open-store.js';
 import { databaseUrl } from '../helpers/child-server.js';
 import { runCli } from '../helpers/cli.js';
+import { describeEachStore } from '../helpers/each-store.js';
 import { uniqueBarcode } from '../helpers/products.js';
 import { STORES, type TestStore } from '../helpers/stores.js';
 
@@ -36,64 +37,62 @@ async function count(location: DatabaseLocation): Promise<number> {
   }
 }
 
-for (const testStore of STORES) {
-  describe(`npm run import / export (${testStore.name})`, { skip: testStore.skip, timeout: 120_000 }, () => {
-    it('imports the sample file and exports the same products back', async (t) => {
-      const { env } = await freshDatabase(t, testStore);
-      const imported = await runCli('import', [SAMPLE], env);
-      assert.equal(imported.stdout, '');
-      assert.equal(imported.stderr, `Imported 320 products from ${SAMPLE}.\n`);
-      assert.equal(imported.code, 0);
+describeEachStore('npm run import / export', { env: false, timeout: 120_000 }, (ctx) => {
+  it('imports the sample file and exports the same products back', async (t) => {
+    const { env } = await freshDatabase(t, ctx.testStore);
+    const imported = await runCli('import', [SAMPLE], env);
+    assert.equal(imported.stdout, '');
+    assert.equal(imported.stderr, `Imported 320 products from ${SAMPLE}.\n`);
+    assert.equal(imported.code, 0);
 
-      const exported = await runCli('export', [], env);
-      assert.equal(exported.code, 0);
-      assert.equal(exported.stdout, readFileSync(SAMPLE, 'utf8'));
-      assert.equal(exported.stderr, 'Exported 320 products.\n');
-    });
-
-    it('reports every bad row by line and imports nothing', async (t) => {
-      const { env, location } = await freshDatabase(t, testStore);
-      const taken = uniqueBarcode();
-      const good = uniqueBarcode();
-      assert.equal((await runCli('import', [tempFile(t, 'first.csv', `name,barcode,price\nAlready here,${taken},1.00\n`)], env)).code, 0);
-
-      const file = tempFile(
-        t,
-        'bad.csv',
-        [
-          'price,name,barcode',
-          `2.50,Good one,${good}`,
-          '1.00,Wrong check digit,4006381333932',
-          `1e3,Exponent price,${uniqueBarcode()}`,
-          `3.00,Taken,${taken}`,
-          `4.00,Twice,${good}`,
-          `,${uniqueBarcode()}`,
-          `5.00,"Line`,
-          `break",${uniqueBarcode()}`,
-        ].join('\n'),
-      );
-      const result = await runCli('import', [file], env);
-      assert.equal(result.code, 1);
-      assert.equal(result.stdout, '');
-      assert.deepEqual(result.stderr.trim().split('\n'), [
-        'line 3: barcode: EAN-13 check digit is wrong: expected 1, got 2.',
-        'line 4: price: Exponent notation is not accepted; write the price in plain digits, e.g. "1000.00".',
-        `line 5: barcode: ${taken} is already in the catalogue.`,
-        `line 6: barcode: ${good} is also on line 2.`,
-        'line 7: Expected 3 fields (price,name,barcode), found 2.',
-        'line 9: name: The name must not contain control characters (such as tabs or line breaks).',
-        '6 rows are not valid; nothing was imported. Fix them, or pass --skip-invalid to import the valid rows only.',
-      ]);
-      assert.equal(await count(location), 1);
-
-      const skipping = await runCli('import', ['--skip-invalid', file], env);
-      assert.equal(skipping.code, 0);
-      assert.equal(skipping.stdout, '');
-      assert.equal(skipping.stderr.split('\n').at(-2), `Imported 1 product from ${file}; skipped 6 invalid rows.`);
-      assert.equal(await count(location), 2);
-    });
+    const exported = await runCli('export', [], env);
+    assert.equal(exported.code, 0);
+    assert.equal(exported.stdout, readFileSync(SAMPLE, 'utf8'));
+    assert.equal(exported.stderr, 'Exported 320 products.\n');
   });
-}
+
+  it('reports every bad row by line and imports nothing', async (t) => {
+    const { env, location } = await freshDatabase(t, ctx.testStore);
+    const taken = uniqueBarcode();
+    const good = uniqueBarcode();
+    assert.equal((await runCli('import', [tempFile(t, 'first.csv', `name,barcode,price\nAlready here,${taken},1.00\n`)], env)).code, 0);
+
+    const file = tempFile(
+      t,
+      'bad.csv',
+      [
+        'price,name,barcode',
+        `2.50,Good one,${good}`,
+        '1.00,Wrong check digit,4006381333932',
+        `1e3,Exponent price,${uniqueBarcode()}`,
+        `3.00,Taken,${taken}`,
+        `4.00,Twice,${good}`,
+        `,${uniqueBarcode()}`,
+        `5.00,"Line`,
+        `break",${uniqueBarcode()}`,
+      ].join('\n'),
+    );
+    const result = await runCli('import', [file], env);
+    assert.equal(result.code, 1);
+    assert.equal(result.stdout, '');
+    assert.deepEqual(result.stderr.trim().split('\n'), [
+      'line 3: barcode: EAN-13 check digit is wrong: expected 1, got 2.',
+      'line 4: price: Exponent notation is not accepted; write the price in plain digits, e.g. "1000.00".',
+      `line 5: barcode: ${taken} is already in the catalogue.`,
+      `line 6: barcode: ${good} is also on line 2.`,
+      'line 7: Expected 3 fields (price,name,barcode), found 2.',
+      'line 9: name: The name must not contain control characters (such as tabs or line breaks).',
+      '6 rows are not valid; nothing was imported. Fix them, or pass --skip-invalid to import the valid rows only.',
+    ]);
+    assert.equal(await count(location), 1);
+
+    const skipping = await runCli('import', ['--skip-invalid', file], env);
+    assert.equal(skipping.code, 0);
+    assert.equal(skipping.stdout, '');
+    assert.equal(skipping.stderr.split('\n').at(-2), `Imported 1 product from ${file}; skipped 6 invalid rows.`);
+    assert.equal(await count(location), 2);
+  });
+});
 
 describe('npm run import, file formats', { timeout: 120_000 }, () => {
   const testStore = STORES[0]!;

@@ -3,14 +3,15 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { CatalogueError, createTill, type Till } from '../../examples/till/till.js';
 import { ean13CheckDigit } from '../../src/catalogue/ean13.js';
+import { describeEachStore } from '../helpers/each-store.js';
 import { runPackageBin } from '../helpers/package-bin.js';
 import { listAll, uniqueBarcode } from '../helpers/products.js';
-import { startFreshServer, type RunningServer } from '../helpers/server.js';
+import { startFreshServer } from '../helpers/server.js';
 import { STORES } from '../helpers/stores.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -41,71 +42,66 @@ describe('the till example: its types', () => {
   });
 });
 
-for (const testStore of STORES) {
-  describe(`the till example against the service [${testStore.name}]`, { skip: testStore.skip }, () => {
-    let server: RunningServer;
-    let till: Till;
-    before(async () => {
-      server = await startFreshServer(testStore, { API_TOKEN: TOKEN });
-      till = createTill({ baseUrl: server.url, token: TOKEN });
-    });
-    after(() => server?.stop());
-
-    it('creates a product with an Idempotency-Key, and a retry with the key creates nothing more', async () => {
-      const espresso = { name: 'Espresso 1 kg', barcode: uniqueBarcode(), price: '12.99' };
-      const key = 'till-7-receipt-0001';
-      const first = await till.create(espresso, key);
-      assert.deepEqual(first, { product: { pk: first.product.pk, ...espresso }, replayed: false });
-      const retry = await till.create({ ...espresso, price: 12.99 }, key);
-      assert.deepEqual(retry, { product: first.product, replayed: true });
-      assert.deepEqual((await listAll(server.url)).filter((p) => p.barcode === espresso.barcode), [first.product]);
-    });
-
-    it('reports refusals with the problem document', async () => {
-      const refusal = async (attempt: Promise<unknown>): Promise<CatalogueError> => {
-        const error = await attempt.then(
-          () => assert.fail('accepted'),
-          (caught: unknown) => caught,
-        );
-        assert.ok(error instanceof CatalogueError);
-        return error;
-      };
-      const invalid = await refusal(till.create({ name: 'Pen', barcode: '4006381333937', price: '1.00' }));
-      assert.deepEqual([invalid.status, invalid.problem?.errors], [400, { barcode: ['EAN-13 check digit is wrong: expected 1, got 7.'] }]);
-      const taken = await till.create({ name: 'Tea', barcode: uniqueBarcode(), price: '2.50' });
-      const duplicate = await refusal(till.create({ name: 'Tea again', barcode: taken.product.barcode, price: '2.50' }));
-      assert.equal(duplicate.status, 409);
-      const reused = await refusal(till.create({ name: 'Other', barcode: uniqueBarcode(), price: '1.00' }, 'till-7-receipt-0001'));
-      assert.equal(reused.status, 422);
-      const anonymous = createTill({ baseUrl: server.url });
-      const unauthorized = await refusal(anonymous.create({ name: 'Sneaky', barcode: uniqueBarcode(), price: '1.00' }));
-      assert.equal(unauthorized.status, 401);
-    });
-
-    it('scans a barcode, an EAN-13 or a UPC-A, and says when the catalogue has none', async () => {
-      const { upc, ean13 } = upcA();
-      const { product: crisps } = await till.create({ name: 'Crisps 150 g', barcode: ean13, price: '1.89' });
-      const { product: milk } = await till.create({ name: 'Oat milk 1 l', barcode: uniqueBarcode(), price: '2.49' });
-      assert.deepEqual(await till.scan(milk.barcode), milk);
-      assert.deepEqual(await till.scan(upc), crisps);
-      assert.equal(await till.scan(uniqueBarcode()), undefined);
-    });
-
-    it('reads a product by its pk, and says when there is none', async () => {
-      const { product } = await till.create({ name: 'Honey 350 g', barcode: uniqueBarcode(), price: '7.80' });
-      assert.deepEqual(await till.product(product.pk), product);
-      assert.equal(await till.product(product.pk + 1000), undefined);
-    });
-
-    it('pages through the whole catalogue in pk order by following next', async () => {
-      const everything = await listAll(server.url);
-      const pages: Array<Array<{ name: string; price: string; barcode: string }>> = [];
-      for await (const page of till.pages(2)) pages.push(page);
-      assert.deepEqual(pages.map((page) => page.length), [...Array(Math.floor(everything.length / 2)).fill(2), ...(everything.length % 2 === 1 ? [1] : [])]);
-      assert.deepEqual(pages.flat(), everything.map(({ name, price, barcode }) => ({ name, price, barcode })));
-    });
+describeEachStore('the till example against the service', { env: { API_TOKEN: TOKEN } }, (ctx) => {
+  let till: Till;
+  before(async () => {
+    till = createTill({ baseUrl: ctx.server.url, token: TOKEN });
   });
-}
+
+  it('creates a product with an Idempotency-Key, and a retry with the key creates nothing more', async () => {
+    const espresso = { name: 'Espresso 1 kg', barcode: uniqueBarcode(), price: '12.99' };
+    const key = 'till-7-receipt-0001';
+    const first = await till.create(espresso, key);
+    assert.deepEqual(first, { product: { pk: first.product.pk, ...espresso }, replayed: false });
+    const retry = await till.create({ ...espresso, price: 12.99 }, key);
+    assert.deepEqual(retry, { product: first.product, replayed: true });
+    assert.deepEqual((await listAll(ctx.server.url)).filter((p) => p.barcode === espresso.barcode), [first.product]);
+  });
+
+  it('reports refusals with the problem document', async () => {
+    const refusal = async (attempt: Promise<unknown>): Promise<CatalogueError> => {
+      const error = await attempt.then(
+        () => assert.fail('accepted'),
+        (caught: unknown) => caught,
+      );
+      assert.ok(error instanceof CatalogueError);
+      return error;
+    };
+    const invalid = await refusal(till.create({ name: 'Pen', barcode: '4006381333937', price: '1.00' }));
+    assert.deepEqual([invalid.status, invalid.problem?.errors], [400, { barcode: ['EAN-13 check digit is wrong: expected 1, got 7.'] }]);
+    const taken = await till.create({ name: 'Tea', barcode: uniqueBarcode(), price: '2.50' });
+    const duplicate = await refusal(till.create({ name: 'Tea again', barcode: taken.product.barcode, price: '2.50' }));
+    assert.equal(duplicate.status, 409);
+    const reused = await refusal(till.create({ name: 'Other', barcode: uniqueBarcode(), price: '1.00' }, 'till-7-receipt-0001'));
+    assert.equal(reused.status, 422);
+    const anonymous = createTill({ baseUrl: ctx.server.url });
+    const unauthorized = await refusal(anonymous.create({ name: 'Sneaky', barcode: uniqueBarcode(), price: '1.00' }));
+    assert.equal(unauthorized.status, 401);
+  });
+
+  it('scans a barcode, an EAN-13 or a UPC-A, and says when the catalogue has none', async () => {
+    const { upc, ean13 } = upcA();
+    const { product: crisps } = await till.create({ name: 'Crisps 150 g', barcode: ean13, price: '1.89' });
+    const { product: milk } = await till.create({ name: 'Oat milk 1 l', barcode: uniqueBarcode(), price: '2.49' });
+    assert.deepEqual(await till.scan(milk.barcode), milk);
+    assert.deepEqual(await till.scan(upc), crisps);
+    assert.equal(await till.scan(uniqueBarcode()), undefined);
+  });
+
+  it('reads a product by its pk, and says when there is none', async () => {
+    const { product } = await till.create({ name: 'Honey 350 g', barcode: uniqueBarcode(), price: '7.80' });
+    assert.deepEqual(await till.product(product.pk), product);
+    assert.equal(await till.product(product.pk + 1000), undefined);
+  });
+
+  it('pages through the whole catalogue in pk order by following next', async () => {
+    const everything = await listAll(ctx.server.url);
+    const pages: Array<Array<{ name: string; price: string; barcode: string }>> = [];
+    for await (const page of till.pages(2)) pages.push(page);
+    assert.deepEqual(pages.map((page) => page.length), [...Array(Math.floor(everything.length / 2)).fill(2), ...(everything.length % 2 === 1 ? [1] : [])]);
+    assert.deepEqual(pages.flat(), everything.map(({ name, price, barcode }) => ({ name, price, barcode })));
+  });
+});
 
 describe('the till example: its demo', () => {
   it('runs a till morning against a live service', async () => {

@@ -24,3 +24,10 @@ export async function listAll(baseUrl: string) {
   if (res.status !== 200) throw new Error(`list failed: ${res.status}`);
   return res.json as Array<{ pk: number; name: string; barcode: string; price: string }>;
 }
+
+/** How many products the catalogue holds, as the v2 listing counts them. */
+export async function countAll(baseUrl: string): Promise<number> {
+  const res = await send(`${baseUrl}/api/v2/shop/products?limit=1`);
+  if (res.status !== 200) throw new Error(`count failed: ${res.status}`);
+  return (res.json as { count: number }).count;
+}

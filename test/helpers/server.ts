@@ -4,6 +4,7 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig, type Config, type DatabaseLocation } from '../../src/config.js';
 import { openStore } from '../../src/storage/open-store.js';
 import type { CatalogueStore } from '../../src/storage/store.js';
+import { ensureBuild } from './build.js';
 import { auditResponses } from './openapi-responses.js';
 import type { TestStore } from './stores.js';
 
@@ -21,19 +22,25 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
+export interface ServerOptions {
+  /** Stands between the app and its store, e.g. to count the store's reads; the store itself is closed. */
+  readonly wrapStore?: (store: CatalogueStore) => CatalogueStore;
+  /** Off unless a test turns it on: the suite's own pauses of the shared event loop are no overload. */
+  readonly refuseWhenOverloaded?: boolean;
+}
+
 /**
  * Starts the real app on a real socket (port 0) over a database location, with settings given as
  * the environment would give them.
  */
-export async function startServer(
-  location: DatabaseLocation,
-  env: Record<string, string> = {},
-  { refuseWhenOverloaded = false }: { refuseWhenOverloaded?: boolean } = {},
-): Promise<RunningServer> {
+export async function startServer(location: DatabaseLocation, env: Record<string, string> = {}, options: ServerOptions = {}): Promise<RunningServer> {
+  // The page and the contract the app serves are read from the build.
+  ensureBuild();
   const config = loadConfig({ ...env });
   const store = await openStore(location, { poolMax: config.dbPoolMax });
   // The suite's own work pauses the event loop it shares with the service: that is no overload.
-  const app = await buildApp({ config, store, refuseWhenOverloaded });
+  const refuseWhenOverloaded = options.refuseWhenOverloaded ?? false;
+  const app = await buildApp({ config, store: options.wrapStore?.(store) ?? store, refuseWhenOverloaded });
   const audit = auditResponses(app);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
@@ -54,9 +61,9 @@ export async function startServer(
 }
 
 /** A fresh database of `testStore` with a server over it; `stop()` also drops the database. */
-export async function startFreshServer(testStore: TestStore, env: Record<string, string> = {}): Promise<RunningServer> {
+export async function startFreshServer(testStore: TestStore, env: Record<string, string> = {}, options: ServerOptions = {}): Promise<RunningServer> {
   const { location, drop } = await testStore.create();
-  const server = await startServer(location, env);
+  const server = await startServer(location, env, options);
   return {
     ...server,
     stop: async () => {

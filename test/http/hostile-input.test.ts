@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, it } from 'node:test';
 import fc from 'fast-check';
 import { ean13CheckDigit } from '../../src/catalogue/ean13.js';
+import { describeEachStore } from '../helpers/each-store.js';
 import { postJson, send, type RawResponse } from '../helpers/http.js';
+import { countAll } from '../helpers/products.js';
 import { startFreshServer, type RunningServer } from '../helpers/server.js';
-import { STORES } from '../helpers/stores.js';
 
 /** Runs per property: enough to meet every shape below many times, few enough to take seconds. */
 const RUNS = 150;
@@ -92,61 +93,58 @@ const queryValue = fc.oneof(
   fc.integer({ min: -1000, max: 100_000 }).map(String),
   fc.constantFrom('', '%', '%%', '%zz', '%FF%FE', '%E0%A4%A', '%00', 'last', 'LAST', '+1', '1%2B1', '%20', '1.0', '0x1', 'Infinity', '__proto__'),
 );
+// The separator is drawn by the property like every other part, so that a failure replays from its seed.
 const queryString = fc
-  .array(fc.tuple(fc.constantFrom('limit', 'offset', 'page', 'page_size', '__proto__', 'constructor', '', 'limit[]', '%'), queryValue), { maxLength: 5 })
-  .map((pairs) => pairs.map(([k, v]) => `${k}=${v}`).join(fc.sample(fc.constantFrom('&', '&&', ';'), 1)[0]));
+  .tuple(
+    fc.array(fc.tuple(fc.constantFrom('limit', 'offset', 'page', 'page_size', '__proto__', 'constructor', '', 'limit[]', '%'), queryValue), { maxLength: 5 }),
+    fc.constantFrom('&', '&&', ';'),
+  )
+  .map(([pairs, separator]) => pairs.map(([k, v]) => `${k}=${v}`).join(separator));
 
-for (const testStore of STORES) {
-  describe(`hostile input (${testStore.name})`, { skip: testStore.skip }, () => {
-    let server: RunningServer;
-    let pageServer: RunningServer;
-    before(async () => {
-      server = await startFreshServer(testStore);
-      pageServer = await startFreshServer(testStore, { PAGINATION: 'page-number' });
-    });
-    after(async () => {
-      await server.stop();
-      await pageServer.stop();
-    });
-
-    it('answers any body to the create route with a 2xx or a 4xx problem, and stores only what it acknowledged', async () => {
-      let created = 0;
-      await fc.assert(
-        fc.asyncProperty(body, async (bytes) => {
-          const before = await server.store.countProducts();
-          const res = await postJson(`${server.url}/api/v1/shop/product/`, bytes);
-          const what = bytes.toString('latin1').slice(0, 200);
-          assertHandled(res, what);
-          const stored = (await server.store.countProducts()) - before;
-          if (res.status === 201) created += 1;
-          assert.equal(stored, res.status === 201 ? 1 : 0, what);
-        }),
-        { numRuns: RUNS },
-      );
-      // The generators do reach the success path, so the property is about both outcomes.
-      assert.ok(created > 0, 'no generated body was a valid product');
-    });
-
-    it('answers any listing query with a 2xx or a 4xx problem', async () => {
-      await fc.assert(
-        fc.asyncProperty(queryString, fc.boolean(), async (query, pageStyle) => {
-          const target = pageStyle ? pageServer : server;
-          const res = await send(`${target.url}/api/v2/shop/products?${query}`);
-          assertHandled(res, query);
-          assert.ok([200, 400, 404].includes(res.status), `${res.status} for ${query}`);
-        }),
-        { numRuns: RUNS },
-      );
-    });
-
-    it('answers any product path with a 2xx or a 4xx problem', async () => {
-      await fc.assert(
-        fc.asyncProperty(queryValue, async (pk) => {
-          const res = await send(`${server.url}/api/v1/shop/product/${pk}`);
-          assertHandled(res, pk);
-        }),
-        { numRuns: RUNS },
-      );
-    });
+describeEachStore('hostile input', (ctx) => {
+  let pageServer: RunningServer;
+  before(async () => {
+    pageServer = await startFreshServer(ctx.testStore, { PAGINATION: 'page-number' });
   });
-}
+  after(() => pageServer.stop());
+
+  it('answers any body to the create route with a 2xx or a 4xx problem, and stores only what it acknowledged', async () => {
+    let created = 0;
+    await fc.assert(
+      fc.asyncProperty(body, async (bytes) => {
+        const before = await countAll(ctx.server.url);
+        const res = await postJson(`${ctx.server.url}/api/v1/shop/product/`, bytes);
+        const what = bytes.toString('latin1').slice(0, 200);
+        assertHandled(res, what);
+        const stored = (await countAll(ctx.server.url)) - before;
+        if (res.status === 201) created += 1;
+        assert.equal(stored, res.status === 201 ? 1 : 0, what);
+      }),
+      { numRuns: RUNS },
+    );
+    // The generators do reach the success path, so the property is about both outcomes.
+    assert.ok(created > 0, 'no generated body was a valid product');
+  });
+
+  it('answers any listing query with a 2xx or a 4xx problem', async () => {
+    await fc.assert(
+      fc.asyncProperty(queryString, fc.boolean(), async (query, pageStyle) => {
+        const target = pageStyle ? pageServer : ctx.server;
+        const res = await send(`${target.url}/api/v2/shop/products?${query}`);
+        assertHandled(res, query);
+        assert.ok([200, 400, 404].includes(res.status), `${res.status} for ${query}`);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('answers any product path with a 2xx or a 4xx problem', async () => {
+    await fc.assert(
+      fc.asyncProperty(queryValue, async (pk) => {
+        const res = await send(`${ctx.server.url}/api/v1/shop/product/${pk}`);
+        assertHandled(res, pk);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});

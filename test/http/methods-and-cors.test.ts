@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { describeEachStore } from '../helpers/each-store.js';
 import { send } from '../helpers/http.js';
 import { listAll } from '../helpers/products.js';
 import { startFreshServer, type RunningServer } from '../helpers/server.js';
@@ -15,60 +16,52 @@ const ROUTES = [
 ];
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'TRACE'];
 
-for (const testStore of STORES) {
-  describe(`methods and CORS [${testStore.name}]`, { skip: testStore.skip }, () => {
-    let server: RunningServer;
-    before(async () => {
-      server = await startFreshServer(testStore);
-    });
-    after(() => server.stop());
+describeEachStore('methods and CORS', (ctx) => {
+  for (const { path, allow } of ROUTES) {
+    for (const trailing of [false, true]) {
+      const url = trailing ? (path.endsWith('/') ? path.slice(0, -1) : `${path}/`) : path;
 
-    for (const { path, allow } of ROUTES) {
-      for (const trailing of [false, true]) {
-        const url = trailing ? (path.endsWith('/') ? path.slice(0, -1) : `${path}/`) : path;
-
-        it(`answers the CORS preflight on OPTIONS ${url}, with or without Origin`, async () => {
-          for (const headers of [{}, { Origin: 'https://shop.example', 'Access-Control-Request-Method': 'POST' }] as Array<Record<string, string>>) {
-            const res = await send(`${server.url}${url}`, { method: 'OPTIONS', headers });
-            assert.equal(res.status, 200);
-            assert.equal(res.headers['access-control-allow-origin'], '*');
-            assert.equal(res.headers['access-control-allow-methods'], 'GET, POST, OPTIONS');
-            assert.equal(res.headers['access-control-allow-headers'], 'Content-Type, Idempotency-Key');
-            assert.equal(res.text, '');
-          }
-        });
-
-        for (const method of METHODS.filter((m) => !allow.split(', ').includes(m))) {
-          it(`answers 405 with Allow to ${method} ${url}, whatever the body, and changes nothing`, async () => {
-            const before = await listAll(server.url);
-            const res = await send(`${server.url}${url}`, {
-              method,
-              headers: { 'Content-Type': 'text/plain' },
-              body: method === 'TRACE' ? undefined : 'not json',
-            });
-            assert.equal(res.status, 405);
-            assert.equal(res.headers.allow, allow);
-            assert.equal(res.headers['access-control-allow-origin'], '*');
-            if (method !== 'HEAD') {
-              assert.deepEqual(res.json, {
-                type: 'about:blank',
-                title: 'Method Not Allowed',
-                status: 405,
-                detail: `${method} is not allowed here; this address answers ${allow}.`,
-              });
-            }
-            assert.deepEqual(await listAll(server.url), before);
-          });
+      it(`answers the CORS preflight on OPTIONS ${url}, with or without Origin`, async () => {
+        for (const headers of [{}, { Origin: 'https://shop.example', 'Access-Control-Request-Method': 'POST' }] as Array<Record<string, string>>) {
+          const res = await send(`${ctx.server.url}${url}`, { method: 'OPTIONS', headers });
+          assert.equal(res.status, 200);
+          assert.equal(res.headers['access-control-allow-origin'], '*');
+          assert.equal(res.headers['access-control-allow-methods'], 'GET, POST, OPTIONS');
+          assert.equal(res.headers['access-control-allow-headers'], 'Content-Type, Idempotency-Key');
+          assert.equal(res.text, '');
         }
+      });
+
+      for (const method of METHODS.filter((m) => !allow.split(', ').includes(m))) {
+        it(`answers 405 with Allow to ${method} ${url}, whatever the body, and changes nothing`, async () => {
+          const before = await listAll(ctx.server.url);
+          const res = await send(`${ctx.server.url}${url}`, {
+            method,
+            headers: { 'Content-Type': 'text/plain' },
+            body: method === 'TRACE' ? undefined : 'not json',
+          });
+          assert.equal(res.status, 405);
+          assert.equal(res.headers.allow, allow);
+          assert.equal(res.headers['access-control-allow-origin'], '*');
+          if (method !== 'HEAD') {
+            assert.deepEqual(res.json, {
+              type: 'about:blank',
+              title: 'Method Not Allowed',
+              status: 405,
+              detail: `${method} is not allowed here; this address answers ${allow}.`,
+            });
+          }
+          assert.deepEqual(await listAll(ctx.server.url), before);
+        });
       }
     }
+  }
 
-    it('answers OPTIONS on a path that is no route with 404', async () => {
-      const res = await send(`${server.url}/api/v1/nothing`, { method: 'OPTIONS' });
-      assert.equal(res.status, 404);
-    });
+  it('answers OPTIONS on a path that is no route with 404', async () => {
+    const res = await send(`${ctx.server.url}/api/v1/nothing`, { method: 'OPTIONS' });
+    assert.equal(res.status, 404);
   });
-}
+});
 
 describe('configured CORS origins', () => {
   const testStore = STORES[0]!;

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { describeEachStore } from '../helpers/each-store.js';
 import { postJson, send } from '../helpers/http.js';
 import { createProduct } from '../helpers/products.js';
 import { rawExchange } from '../helpers/raw-socket.js';
@@ -13,93 +14,88 @@ function problemOf(raw: string): { status: number; headers: string; body: { stat
   return { status: Number(head.split(' ')[1]), headers: head.toLowerCase(), body: JSON.parse(body) as { status: number; detail: string } };
 }
 
-for (const testStore of STORES) {
-  describe(`odd and hostile requests [${testStore.name}]`, { skip: testStore.skip }, () => {
-    let server: RunningServer;
-    let pk: number;
-    before(async () => {
-      server = await startFreshServer(testStore, { PAGE_SIZE: '1' });
-      pk = (await createProduct(server.url)).pk;
-      await createProduct(server.url);
-    });
-    after(() => server.stop());
-
-    it('refuses a Host header that is no host name with a 400 problem, never a 500', async () => {
-      for (const host of ['a b', 'a{b}', 'a"b', 'café.example', 'evil.example/foo?x=']) {
-        const res = await send(`${server.url}/api/v2/shop/products?limit=1`, { headers: { Host: host, 'X-Request-Id': 'odd-host' } });
-        assert.equal(res.status, 400, host);
-        assert.equal(res.headers['content-type'], PROBLEM);
-        assert.equal(res.headers['access-control-allow-origin'], '*');
-        assert.equal(res.headers['x-request-id'], 'odd-host');
-        assert.deepEqual(res.json, {
-          type: 'about:blank',
-          title: 'Bad Request',
-          status: 400,
-          detail: 'The Host header is not a valid host name and port.',
-        });
-      }
-    });
-
-    it('builds links from an absolute-form request target', async () => {
-      const raw = await rawExchange(
-        server.url,
-        'GET http://shop.example:8080/api/v2/shop/products?limit=1 HTTP/1.1\r\nHost: other.example\r\nConnection: close\r\n\r\n',
-      );
-      const body = JSON.parse(raw.split('\r\n\r\n')[1]!) as { next: string };
-      assert.equal(body.next, 'http://shop.example:8080/api/v2/shop/products?limit=1&offset=1');
-    });
-
-    it('answers a path that cannot be decoded with a 404 problem carrying CORS', async () => {
-      for (const path of ['/api/v1/shop/product/%ZZ', '/api/v1/shop/product/%C0%AF', '/api/v2/shop/products%']) {
-        const res = await send(`${server.url}${path}`);
-        assert.equal(res.status, 404, path);
-        assert.equal(res.headers['content-type'], PROBLEM);
-        assert.equal(res.headers['access-control-allow-origin'], '*');
-      }
-    });
-
-    it('answers an over-long pk with a 404 problem', async () => {
-      const res = await send(`${server.url}/api/v1/shop/product/${'1'.repeat(500)}`);
-      assert.equal(res.status, 404);
-      assert.equal(res.headers['content-type'], PROBLEM);
-    });
-
-    it('reads a pk written with leading zeros', async () => {
-      const res = await send(`${server.url}/api/v1/shop/product/${String(pk).padStart(20, '0')}`);
-      assert.equal(res.status, 200);
-      assert.equal((res.json as { pk: number }).pk, pk);
-    });
-
-    it('answers 405 to WebDAV and other registered methods too', async () => {
-      for (const method of ['PROPFIND', 'SEARCH', 'PURGE', 'QUERY']) {
-        const res = await send(`${server.url}/api/v1/shop/product/${pk}`, { method });
-        assert.equal(res.status, 405, method);
-        assert.equal(res.headers.allow, 'GET, HEAD, OPTIONS');
-      }
-    });
-
-    it('answers what the HTTP parser refuses with a problem document', async () => {
-      const unknown = problemOf(await rawExchange(server.url, 'FOO /api/v1/shop/products HTTP/1.1\r\nHost: x\r\n\r\n'));
-      assert.equal(unknown.status, 400);
-      assert.match(unknown.headers, /content-type: application\/problem\+json/);
-      assert.equal(unknown.body.status, 400);
-      const huge = problemOf(await rawExchange(server.url, `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20000)}\r\n\r\n`));
-      assert.equal(huge.status, 431);
-      assert.equal(huge.body.status, 431);
-    });
-
-    it('says a top-level JSON number is not an object', async () => {
-      const res = await postJson(`${server.url}/api/v1/shop/product/`, '42');
-      assert.equal(res.status, 400);
-      assert.equal((res.json as { detail: string }).detail, 'The body must be a JSON object with name, barcode and price.');
-    });
-
-    it('answers a preflight 200 whatever body it carries', async () => {
-      const res = await send(`${server.url}/api/v1/shop/products`, { method: 'OPTIONS', headers: { 'Content-Type': 'text/plain' }, body: 'x' });
-      assert.equal(res.status, 200);
-    });
+describeEachStore('odd and hostile requests', { env: { PAGE_SIZE: '1' } }, (ctx) => {
+  let pk: number;
+  before(async () => {
+    pk = (await createProduct(ctx.server.url)).pk;
+    await createProduct(ctx.server.url);
   });
-}
+
+  it('refuses a Host header that is no host name with a 400 problem, never a 500', async () => {
+    for (const host of ['a b', 'a{b}', 'a"b', 'café.example', 'evil.example/foo?x=']) {
+      const res = await send(`${ctx.server.url}/api/v2/shop/products?limit=1`, { headers: { Host: host, 'X-Request-Id': 'odd-host' } });
+      assert.equal(res.status, 400, host);
+      assert.equal(res.headers['content-type'], PROBLEM);
+      assert.equal(res.headers['access-control-allow-origin'], '*');
+      assert.equal(res.headers['x-request-id'], 'odd-host');
+      assert.deepEqual(res.json, {
+        type: 'about:blank',
+        title: 'Bad Request',
+        status: 400,
+        detail: 'The Host header is not a valid host name and port.',
+      });
+    }
+  });
+
+  it('builds links from an absolute-form request target', async () => {
+    const raw = await rawExchange(
+      ctx.server.url,
+      'GET http://shop.example:8080/api/v2/shop/products?limit=1 HTTP/1.1\r\nHost: other.example\r\nConnection: close\r\n\r\n',
+    );
+    const body = JSON.parse(raw.split('\r\n\r\n')[1]!) as { next: string };
+    assert.equal(body.next, 'http://shop.example:8080/api/v2/shop/products?limit=1&offset=1');
+  });
+
+  it('answers a path that cannot be decoded with a 404 problem carrying CORS', async () => {
+    for (const path of ['/api/v1/shop/product/%ZZ', '/api/v1/shop/product/%C0%AF', '/api/v2/shop/products%']) {
+      const res = await send(`${ctx.server.url}${path}`);
+      assert.equal(res.status, 404, path);
+      assert.equal(res.headers['content-type'], PROBLEM);
+      assert.equal(res.headers['access-control-allow-origin'], '*');
+    }
+  });
+
+  it('answers an over-long pk with a 404 problem', async () => {
+    const res = await send(`${ctx.server.url}/api/v1/shop/product/${'1'.repeat(500)}`);
+    assert.equal(res.status, 404);
+    assert.equal(res.headers['content-type'], PROBLEM);
+  });
+
+  it('reads a pk written with leading zeros', async () => {
+    const res = await send(`${ctx.server.url}/api/v1/shop/product/${String(pk).padStart(20, '0')}`);
+    assert.equal(res.status, 200);
+    assert.equal((res.json as { pk: number }).pk, pk);
+  });
+
+  it('answers 405 to WebDAV and other registered methods too', async () => {
+    for (const method of ['PROPFIND', 'SEARCH', 'PURGE', 'QUERY']) {
+      const res = await send(`${ctx.server.url}/api/v1/shop/product/${pk}`, { method });
+      assert.equal(res.status, 405, method);
+      assert.equal(res.headers.allow, 'GET, HEAD, OPTIONS');
+    }
+  });
+
+  it('answers what the HTTP parser refuses with a problem document', async () => {
+    const unknown = problemOf(await rawExchange(ctx.server.url, 'FOO /api/v1/shop/products HTTP/1.1\r\nHost: x\r\n\r\n'));
+    assert.equal(unknown.status, 400);
+    assert.match(unknown.headers, /content-type: application\/problem\+json/);
+    assert.equal(unknown.body.status, 400);
+    const huge = problemOf(await rawExchange(ctx.server.url, `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20000)}\r\n\r\n`));
+    assert.equal(huge.status, 431);
+    assert.equal(huge.body.status, 431);
+  });
+
+  it('says a top-level JSON number is not an object', async () => {
+    const res = await postJson(`${ctx.server.url}/api/v1/shop/product/`, '42');
+    assert.equal(res.status, 400);
+    assert.equal((res.json as { detail: string }).detail, 'The body must be a JSON object with name, barcode and price.');
+  });
+
+  it('answers a preflight 200 whatever body it carries', async () => {
+    const res = await send(`${ctx.server.url}/api/v1/shop/products`, { method: 'OPTIONS', headers: { 'Content-Type': 'text/plain' }, body: 'x' });
+    assert.equal(res.status, 200);
+  });
+});
 
 describe('page-number style, odd pages', () => {
   let server: RunningServer;

@@ -3,12 +3,12 @@ import { after, before, describe, it } from 'node:test';
 import { send } from '../helpers/http.js';
 import { createProduct } from '../helpers/products.js';
 import { passesWithin, withClient, writeOutside } from '../helpers/outside-writes.js';
-import { startServiceProcess, type ServiceProcess } from '../helpers/process.js';
+import { spawnServer, type ChildServer } from '../helpers/child-server.js';
 import { postgres } from '../helpers/stores.js';
 import type { DatabaseLocation } from '../../src/config.js';
 
 describe('the listening connection terminated by the database', { skip: postgres.skip }, () => {
-  let service: ServiceProcess;
+  let service: ChildServer;
   let location: DatabaseLocation & { kind: 'postgres' };
   let dropDatabase: () => Promise<void> = async () => undefined;
 
@@ -17,7 +17,7 @@ describe('the listening connection terminated by the database', { skip: postgres
     dropDatabase = created.drop;
     if (created.location.kind !== 'postgres') throw new Error('expected a PostgreSQL location');
     location = created.location;
-    service = await startServiceProcess({ DATABASE_URL: location.url, DB_POOL_MAX: '3' });
+    service = await spawnServer({ DATABASE_URL: location.url, DB_POOL_MAX: '3' });
   });
 
   after(async () => {

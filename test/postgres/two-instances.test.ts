@@ -1,19 +1,19 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { spawnServer, type ChildServer } from '../helpers/child-server.js';
 import { postJson, send } from '../helpers/http.js';
 import { createProduct, listAll, uniqueBarcode } from '../helpers/products.js';
-import { startServiceProcess, type ServiceProcess } from '../helpers/process.js';
 import { postgres } from '../helpers/stores.js';
 
 describe('two service processes over one PostgreSQL database', { skip: postgres.skip }, () => {
-  let instances: ServiceProcess[] = [];
+  let instances: ChildServer[] = [];
   let dropDatabase: () => Promise<void> = async () => undefined;
 
   before(async () => {
     const { location, drop } = await postgres.create();
     dropDatabase = drop;
     if (location.kind !== 'postgres') throw new Error('expected a PostgreSQL location');
-    instances = await Promise.all([1, 2].map(() => startServiceProcess({ DATABASE_URL: location.url, DB_POOL_MAX: '5' })));
+    instances = await Promise.all([1, 2].map(() => spawnServer({ DATABASE_URL: location.url, DB_POOL_MAX: '5' })));
   });
 
   after(async () => {
@@ -29,7 +29,7 @@ describe('two service processes over one PostgreSQL database', { skip: postgres.
   });
 
   it('read at once through one what was created through the other', async () => {
-    const [a, b] = instances as [ServiceProcess, ServiceProcess];
+    const [a, b] = instances as [ChildServer, ChildServer];
     const created = await createProduct(a.url, { name: 'Filter coffee 500 g', price: '7.95' });
     const read = await send(`${b.url}/api/v1/shop/product/${created.pk}`);
     assert.equal(read.status, 200);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { openStore } from '../../src/storage/open-store.js';
-import { runServiceUntilExit } from '../helpers/process.js';
+import { runServiceUntilExit } from '../helpers/child-server.js';
 
 /** A port on 127.0.0.1 where nothing listens: connections are refused at once. */
 async function closedPort(): Promise<number> {

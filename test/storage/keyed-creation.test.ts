@@ -1,63 +1,48 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { it } from 'node:test';
 import { DuplicateBarcodeError } from '../../src/catalogue/errors.js';
-import { openStore } from '../../src/storage/open-store.js';
+import { describeEachStore } from '../helpers/each-store.js';
 import { uniqueBarcode } from '../helpers/products.js';
-import { STORES } from '../helpers/stores.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-for (const testStore of STORES) {
-  describe(`idempotency records and bulk insert (${testStore.name})`, { skip: testStore.skip }, () => {
-    it('forgets a key once it is older than the cutoff, and lets it be used again', async () => {
-      const { location, drop } = await testStore.create();
-      const store = await openStore(location);
-      try {
-        const now = Date.now();
-        const old = await store.createKeyedProduct(
-          { name: 'Old', barcode: uniqueBarcode(), priceCents: 100 },
-          { key: 'k', fingerprint: 'f1', createdAt: new Date(now - 2 * DAY_MS) },
-          new Date(now - 3 * DAY_MS),
-        );
-        assert.deepEqual(await store.findKeyedCreation('k', new Date(now - 3 * DAY_MS)), { fingerprint: 'f1', product: old });
-        assert.equal(await store.findKeyedCreation('k', new Date(now - DAY_MS)), undefined);
+describeEachStore('idempotency records and bulk insert', { env: false }, (ctx) => {
+  it('forgets a key once it is older than the cutoff, and lets it be used again', async (t) => {
+    const store = await ctx.freshStore(t);
+    const now = Date.now();
+    const old = await store.createKeyedProduct(
+      { name: 'Old', barcode: uniqueBarcode(), priceCents: 100 },
+      { key: 'k', fingerprint: 'f1', createdAt: new Date(now - 2 * DAY_MS) },
+      new Date(now - 3 * DAY_MS),
+    );
+    assert.deepEqual(await store.findKeyedCreation('k', new Date(now - 3 * DAY_MS)), { fingerprint: 'f1', product: old });
+    assert.equal(await store.findKeyedCreation('k', new Date(now - DAY_MS)), undefined);
 
-        const reused = await store.createKeyedProduct(
-          { name: 'New', barcode: uniqueBarcode(), priceCents: 200 },
-          { key: 'k', fingerprint: 'f2', createdAt: new Date(now) },
-          new Date(now - DAY_MS),
-        );
-        assert.deepEqual(await store.findKeyedCreation('k', new Date(now - DAY_MS)), { fingerprint: 'f2', product: reused });
-      } finally {
-        await store.close();
-        await drop();
-      }
-    });
-
-    it('inserts batches all or nothing and names the taken barcode', async () => {
-      const { location, drop } = await testStore.create();
-      const store = await openStore(location);
-      try {
-        const taken = uniqueBarcode();
-        await store.createProduct({ name: 'Taken', barcode: taken, priceCents: 1 });
-        async function* batches() {
-          yield [{ name: 'A', barcode: uniqueBarcode(), priceCents: 1 }];
-          yield [{ name: 'B', barcode: uniqueBarcode(), priceCents: 2 }, { name: 'C', barcode: taken, priceCents: 3 }];
-        }
-        await assert.rejects(store.insertProducts(batches()), (error: unknown) => error instanceof DuplicateBarcodeError && error.barcode === taken);
-        assert.equal(await store.countProducts(), 1);
-
-        async function* good() {
-          yield Array.from({ length: 1200 }, (_, i) => ({ name: `P${i}`, barcode: uniqueBarcode(), priceCents: i }));
-        }
-        assert.equal(await store.insertProducts(good()), 1200);
-        assert.equal(await store.countProducts(), 1201);
-        const some = [taken, uniqueBarcode()];
-        assert.deepEqual(await store.existingBarcodes(some), new Set([taken]));
-      } finally {
-        await store.close();
-        await drop();
-      }
-    });
+    const reused = await store.createKeyedProduct(
+      { name: 'New', barcode: uniqueBarcode(), priceCents: 200 },
+      { key: 'k', fingerprint: 'f2', createdAt: new Date(now) },
+      new Date(now - DAY_MS),
+    );
+    assert.deepEqual(await store.findKeyedCreation('k', new Date(now - DAY_MS)), { fingerprint: 'f2', product: reused });
   });
-}
+
+  it('inserts batches all or nothing and names the taken barcode', async (t) => {
+    const store = await ctx.freshStore(t);
+    const taken = uniqueBarcode();
+    await store.createProduct({ name: 'Taken', barcode: taken, priceCents: 1 });
+    async function* batches() {
+      yield [{ name: 'A', barcode: uniqueBarcode(), priceCents: 1 }];
+      yield [{ name: 'B', barcode: uniqueBarcode(), priceCents: 2 }, { name: 'C', barcode: taken, priceCents: 3 }];
+    }
+    await assert.rejects(store.insertProducts(batches()), (error: unknown) => error instanceof DuplicateBarcodeError && error.barcode === taken);
+    assert.equal(await store.countProducts(), 1);
+
+    async function* good() {
+      yield Array.from({ length: 1200 }, (_, i) => ({ name: `P${i}`, barcode: uniqueBarcode(), priceCents: i }));
+    }
+    assert.equal(await store.insertProducts(good()), 1200);
+    assert.equal(await store.countProducts(), 1201);
+    const some = [taken, uniqueBarcode()];
+    assert.deepEqual(await store.existingBarcodes(some), new Set([taken]));
+  });
+});

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import { describe, it, type TestContext } from 'node:test';
+import { it } from 'node:test';
 import type { NewProduct } from '../../src/catalogue/product.js';
-import { openStore } from '../../src/storage/open-store.js';
 import type { CatalogueStore } from '../../src/storage/store.js';
+import { describeEachStore } from '../helpers/each-store.js';
 import { uniqueBarcode } from '../helpers/products.js';
-import { STORES, type TestStore } from '../helpers/stores.js';
 
 const product = (name: string, priceCents = 100): NewProduct => ({ name, barcode: uniqueBarcode(), priceCents });
 
@@ -12,68 +11,56 @@ async function* inBatches(products: readonly NewProduct[], size: number): AsyncG
   for (let start = 0; start < products.length; start += size) yield products.slice(start, start + size);
 }
 
-async function freshStore(t: TestContext, testStore: TestStore): Promise<CatalogueStore> {
-  const { location, drop } = await testStore.create();
-  const store = await openStore(location);
-  t.after(async () => {
-    await store.close();
-    await drop();
+describeEachStore('applyPriceList', { env: false }, (ctx) => {
+  it('updates by barcode and adds in list order across many statements, drawing pks only for added products', async (t) => {
+    const store = await ctx.freshStore(t);
+    const stored = Array.from({ length: 700 }, (_, i) => product(`Stored ${i}`));
+    assert.equal(await store.insertProducts(inBatches(stored, 300)), 700);
+
+    // Every other stored product gets a new price, interleaved with new products, over several
+    // batches and statements.
+    const list: NewProduct[] = [];
+    for (let i = 0; i < 700; i++) {
+      list.push(i % 2 === 0 ? { ...stored[i]!, priceCents: 250 } : stored[i]!);
+      if (i % 3 === 0) list.push(product(`New ${i}`, 999));
+    }
+    const added = list.filter((p) => p.name.startsWith('New'));
+    assert.deepEqual(await store.applyPriceList(inBatches(list, 650)), { added: added.length, changed: 350, unchanged: 350 });
+
+    const all = await store.listProducts(0, 2000);
+    assert.deepEqual(
+      all,
+      [...stored.map((p, i) => (i % 2 === 0 ? { ...p, priceCents: 250 } : p)), ...added].map((p, i) => ({ pk: i + 1, ...p })),
+    );
+    assert.equal((await store.createProduct(product('After'))).pk, 700 + added.length + 1);
   });
-  return store;
-}
 
-for (const testStore of STORES) {
-  describe(`applyPriceList [${testStore.name}]`, { skip: testStore.skip }, () => {
-    it('updates by barcode and adds in list order across many statements, drawing pks only for added products', async (t) => {
-      const store = await freshStore(t, testStore);
-      const stored = Array.from({ length: 700 }, (_, i) => product(`Stored ${i}`));
-      assert.equal(await store.insertProducts(inBatches(stored, 300)), 700);
-
-      // Every other stored product gets a new price, interleaved with new products, over several
-      // batches and statements.
-      const list: NewProduct[] = [];
-      for (let i = 0; i < 700; i++) {
-        list.push(i % 2 === 0 ? { ...stored[i]!, priceCents: 250 } : stored[i]!);
-        if (i % 3 === 0) list.push(product(`New ${i}`, 999));
-      }
-      const added = list.filter((p) => p.name.startsWith('New'));
-      assert.deepEqual(await store.applyPriceList(inBatches(list, 650)), { added: added.length, changed: 350, unchanged: 350 });
-
-      const all = await store.listProducts(0, 2000);
-      assert.deepEqual(
-        all,
-        [...stored.map((p, i) => (i % 2 === 0 ? { ...p, priceCents: 250 } : p)), ...added].map((p, i) => ({ pk: i + 1, ...p })),
-      );
-      assert.equal((await store.createProduct(product('After'))).pk, 700 + added.length + 1);
-    });
-
-    it('writes nothing, and leaves the revision, when every product is already as listed', async (t) => {
-      const store = await freshStore(t, testStore);
-      const stored = [product('Tea'), product('Honey')];
-      await store.insertProducts(inBatches(stored, 10));
-      const before = await store.describeCatalogue();
-      assert.deepEqual(await store.applyPriceList(inBatches(stored, 10)), { added: 0, changed: 0, unchanged: 2 });
-      assert.deepEqual(await store.describeCatalogue(), before);
-    });
-
-    it('is all or nothing: a list that fails half-way changes nothing and draws no pk', async (t) => {
-      const store = await freshStore(t, testStore);
-      const tea = product('Tea');
-      await store.insertProducts(inBatches([tea], 10));
-      const before = await store.describeCatalogue();
-      async function* failing(): AsyncGenerator<NewProduct[]> {
-        yield [{ ...tea, priceCents: 5000 }, product('Honey')];
-        throw new Error('the file went away');
-      }
-      await assert.rejects(store.applyPriceList(failing()), /the file went away/);
-      assert.deepEqual(await store.listProducts(0, 10), [{ pk: 1, ...tea }]);
-      assert.deepEqual(await store.describeCatalogue(), before);
-      // A pk drawn inside the failed transaction would be lost on PostgreSQL (sequences are not rolled
-      // back) and show here; on every database the next list and product take the next pks.
-      const honey = product('Honey');
-      assert.deepEqual(await store.applyPriceList(inBatches([honey, { ...tea, priceCents: 5000 }], 10)), { added: 1, changed: 1, unchanged: 0 });
-      assert.equal((await store.createProduct(product('Next'))).pk, 3);
-      assert.deepEqual((await store.listProducts(0, 10)).slice(0, 2), [{ pk: 1, ...tea, priceCents: 5000 }, { pk: 2, ...honey }]);
-    });
+  it('writes nothing, and leaves the revision, when every product is already as listed', async (t) => {
+    const store = await ctx.freshStore(t);
+    const stored = [product('Tea'), product('Honey')];
+    await store.insertProducts(inBatches(stored, 10));
+    const before = await store.describeCatalogue();
+    assert.deepEqual(await store.applyPriceList(inBatches(stored, 10)), { added: 0, changed: 0, unchanged: 2 });
+    assert.deepEqual(await store.describeCatalogue(), before);
   });
-}
+
+  it('is all or nothing: a list that fails half-way changes nothing and draws no pk', async (t) => {
+    const store = await ctx.freshStore(t);
+    const tea = product('Tea');
+    await store.insertProducts(inBatches([tea], 10));
+    const before = await store.describeCatalogue();
+    async function* failing(): AsyncGenerator<NewProduct[]> {
+      yield [{ ...tea, priceCents: 5000 }, product('Honey')];
+      throw new Error('the file went away');
+    }
+    await assert.rejects(store.applyPriceList(failing()), /the file went away/);
+    assert.deepEqual(await store.listProducts(0, 10), [{ pk: 1, ...tea }]);
+    assert.deepEqual(await store.describeCatalogue(), before);
+    // A pk drawn inside the failed transaction would be lost on PostgreSQL (sequences are not rolled
+    // back) and show here; on every database the next list and product take the next pks.
+    const honey = product('Honey');
+    assert.deepEqual(await store.applyPriceList(inBatches([honey, { ...tea, priceCents: 5000 }], 10)), { added: 1, changed: 1, unchanged: 0 });
+    assert.equal((await store.createProduct(product('Next'))).pk, 3);
+    assert.deepEqual((await store.listProducts(0, 10)).slice(0, 2), [{ pk: 1, ...tea, priceCents: 5000 }, { pk: 2, ...honey }]);
+  });
+});

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, it } from 'node:test';
 import pg from 'pg';
 import type { DatabaseLocation } from '../../src/config.js';
 import { openStore } from '../../src/storage/open-store.js';
 import { openSqliteConnection } from '../../src/storage/sqlite/driver.js';
 import type { CatalogueStore } from '../../src/storage/store.js';
+import { describeEachStore } from '../helpers/each-store.js';
 import { uniqueBarcode } from '../helpers/products.js';
-import { STORES } from '../helpers/stores.js';
 
 /** Runs SQL on the database behind the store's back, as another program (or an operator) would. */
 async function execBehind(location: DatabaseLocation, text: string): Promise<void> {
@@ -28,53 +28,51 @@ async function execBehind(location: DatabaseLocation, text: string): Promise<voi
   }
 }
 
-for (const testStore of STORES) {
-  describe(`readPage and the catalogue state (${testStore.name})`, { skip: testStore.skip }, () => {
-    let location: DatabaseLocation;
-    let drop: () => Promise<void>;
-    let store: CatalogueStore;
-    before(async () => {
-      ({ location, drop } = await testStore.create());
-      store = await openStore(location);
-    });
-    after(async () => {
-      await store.close();
-      await drop();
-    });
-
-    it('reads an empty catalogue', async () => {
-      assert.deepEqual(await store.readPage(0, 10), { count: 0, revision: 0, products: [] });
-    });
-
-    it('pages exactly as OFFSET does, with and without gaps in the pks', async () => {
-      for (let i = 0; i < 25; i++) await store.createProduct({ name: `Paged ${i}`, barcode: uniqueBarcode(), priceCents: i });
-      const check = async (): Promise<void> => {
-        const count = await store.countProducts();
-        for (const [offset, limit] of [[0, 10], [7, 5], [count - 3, 10], [count, 10], [count + 5, 1]] as const) {
-          const page = await store.readPage(offset, limit);
-          assert.equal(page.count, count);
-          assert.deepEqual(page.products, await store.listProducts(offset, limit), `offset ${offset}, limit ${limit}`);
-        }
-      };
-      await check();
-      // Gaps make the pks sparse: the constant-time shortcut must give way to the index walk.
-      const all = await store.listProducts(0, 100);
-      await execBehind(location, `DELETE FROM product WHERE pk IN (${all[0]!.pk}, ${all[5]!.pk}, ${all[12]!.pk})`);
-      assert.equal(await store.countProducts(), all.length - 3);
-      await check();
-    });
-
-    it('moves the revision on every write, and only then', async () => {
-      const before = await store.describeCatalogue();
-      assert.deepEqual(await store.describeCatalogue(), before);
-      await store.createProduct({ name: 'Revised', barcode: uniqueBarcode(), priceCents: 1 });
-      const after = await store.describeCatalogue();
-      assert.equal(after.count, before.count + 1);
-      assert.ok(after.revision > before.revision);
-      await execBehind(location, "UPDATE product SET name = 'Renamed' WHERE name = 'Revised'");
-      const renamed = await store.describeCatalogue();
-      assert.equal(renamed.count, after.count);
-      assert.ok(renamed.revision > after.revision);
-    });
+describeEachStore('readPage and the catalogue state', { env: false }, (ctx) => {
+  let location: DatabaseLocation;
+  let drop: () => Promise<void>;
+  let store: CatalogueStore;
+  before(async () => {
+    ({ location, drop } = await ctx.testStore.create());
+    store = await openStore(location);
   });
-}
+  after(async () => {
+    await store.close();
+    await drop();
+  });
+
+  it('reads an empty catalogue', async () => {
+    assert.deepEqual(await store.readPage(0, 10), { count: 0, revision: 0, products: [] });
+  });
+
+  it('pages exactly as OFFSET does, with and without gaps in the pks', async () => {
+    for (let i = 0; i < 25; i++) await store.createProduct({ name: `Paged ${i}`, barcode: uniqueBarcode(), priceCents: i });
+    const check = async (): Promise<void> => {
+      const count = await store.countProducts();
+      for (const [offset, limit] of [[0, 10], [7, 5], [count - 3, 10], [count, 10], [count + 5, 1]] as const) {
+        const page = await store.readPage(offset, limit);
+        assert.equal(page.count, count);
+        assert.deepEqual(page.products, await store.listProducts(offset, limit), `offset ${offset}, limit ${limit}`);
+      }
+    };
+    await check();
+    // Gaps make the pks sparse: the constant-time shortcut must give way to the index walk.
+    const all = await store.listProducts(0, 100);
+    await execBehind(location, `DELETE FROM product WHERE pk IN (${all[0]!.pk}, ${all[5]!.pk}, ${all[12]!.pk})`);
+    assert.equal(await store.countProducts(), all.length - 3);
+    await check();
+  });
+
+  it('moves the revision on every write, and only then', async () => {
+    const before = await store.describeCatalogue();
+    assert.deepEqual(await store.describeCatalogue(), before);
+    await store.createProduct({ name: 'Revised', barcode: uniqueBarcode(), priceCents: 1 });
+    const after = await store.describeCatalogue();
+    assert.equal(after.count, before.count + 1);
+    assert.ok(after.revision > before.revision);
+    await execBehind(location, "UPDATE product SET name = 'Renamed' WHERE name = 'Revised'");
+    const renamed = await store.describeCatalogue();
+    assert.equal(renamed.count, after.count);
+    assert.ok(renamed.revision > after.revision);
+  });
+});

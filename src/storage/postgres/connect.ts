@@ -7,6 +7,7 @@ import {
   type PostgresQueryResult,
 } from 'kysely';
 import { Pool, type PoolClient } from 'pg';
+import { errorCode } from '../../error-details.js';
 import type { PoolStats } from '../store.js';
 import type { DialectErrors } from '../kysely-store.js';
 import type { Database } from '../schema.js';
@@ -164,8 +165,4 @@ function isConnectionFailure(error: unknown): boolean {
     return true;
   }
   return error instanceof Error && DRIVER_MESSAGES.some((pattern) => pattern.test(error.message));
-}
-
-function errorCode(error: unknown): unknown {
-  return typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
 }

@@ -2,6 +2,13 @@ import type { SqliteConnection, SqliteStatement } from './driver.js';
 import type { NewProduct } from '../../catalogue/product.js';
 import type { ProductTable } from '../schema.js';
 
+/**
+ * How often a group waits to see whether a transaction on its connection has ended. Such transactions
+ * (an import's batch, a keyed create) end in milliseconds, and the poll runs only while one is open;
+ * 1 ms is the shortest timer Node has, so creates wait no longer than needed.
+ */
+const TRANSACTION_POLL_MS = 1;
+
 export type InsertedRow = Pick<ProductTable, 'name' | 'barcode' | 'price_cents'> & { pk: number };
 
 interface Waiting {
@@ -58,7 +65,7 @@ export class GroupInsert {
     // A Kysely transaction on this same connection (an import, a keyed create) is open across I/O:
     // beginning here would fail, and rolling back would undo that transaction. Wait until it ends.
     if (this.#database.inTransaction) {
-      setTimeout(() => this.#flush(), 1);
+      setTimeout(() => this.#flush(), TRANSACTION_POLL_MS);
       return;
     }
     this.#scheduled = false;

@@ -1,0 +1,65 @@
+import { after, before, describe, type TestContext } from 'node:test';
+import { openStore } from '../../src/storage/open-store.js';
+import type { CatalogueStore } from '../../src/storage/store.js';
+import { startFreshServer, type RunningServer } from './server.js';
+import { STORES, type TestStore } from './stores.js';
+
+/** What a block of tests declared by `describeEachStore` runs against. */
+export interface StoreTestContext {
+  readonly testStore: TestStore;
+  /** The block's server over a fresh database: started before its tests, stopped after them. */
+  readonly server: RunningServer;
+  /** A store over a new empty database of this block's kind, closed and dropped after test `t`. */
+  freshStore(t: TestContext): Promise<CatalogueStore>;
+}
+
+export interface EachStoreOptions {
+  /** The block's server settings, as the environment would give them; `false` starts no server. */
+  readonly env?: Readonly<Record<string, string>> | false;
+  readonly timeout?: number;
+}
+
+/**
+ * Declares a block of tests once for every database of `STORES`, each named `title [database]` and
+ * skipped where its database is not available, as Kysely's tests loop over dialects with `initTest`.
+ * The block's server starts before the block's own `before` hooks run.
+ *
+ * @example describeEachStore('health probes', (ctx) => it('answers', async () => send(`${ctx.server.url}/healthz`)));
+ */
+export function describeEachStore(title: string, options: EachStoreOptions, define: (ctx: StoreTestContext) => void): void;
+export function describeEachStore(title: string, define: (ctx: StoreTestContext) => void): void;
+export function describeEachStore(
+  title: string,
+  optionsOrDefine: EachStoreOptions | ((ctx: StoreTestContext) => void),
+  maybeDefine?: (ctx: StoreTestContext) => void,
+): void {
+  const [options, define] = typeof optionsOrDefine === 'function' ? [{}, optionsOrDefine] : [optionsOrDefine, maybeDefine!];
+  const { env = {}, timeout } = options;
+  for (const testStore of STORES) {
+    describe(`${title} [${testStore.name}]`, { skip: testStore.skip, ...(timeout === undefined ? {} : { timeout }) }, () => {
+      let server: RunningServer | undefined;
+      if (env !== false) {
+        before(async () => {
+          server = await startFreshServer(testStore, { ...env });
+        });
+        after(() => server?.stop());
+      }
+      define({
+        testStore,
+        freshStore: async (t) => {
+          const { location, drop } = await testStore.create();
+          const store = await openStore(location);
+          t.after(async () => {
+            await store.close();
+            await drop();
+          });
+          return store;
+        },
+        get server(): RunningServer {
+          if (server === undefined) throw new Error(`No server here: ${env === false ? 'the block starts none' : 'it starts before the first test'}.`);
+          return server;
+        },
+      });
+    });
+  }
+}
