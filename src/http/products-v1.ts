@@ -15,6 +15,8 @@ import { sendTagged, serializeOk, tagBody } from './conditional.js';
 import { ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
 import { ProductListSchema } from './schemas.js';
 import { productWire } from './wire.js';
+import { FILTER_QUERY, hasFilter, productFilter } from './filters.js';
+import { requestAddress } from './request-address.js';
 
 /** Rows fetched per query while the whole list is streamed. */
 const LIST_BATCH = 2_000;
@@ -39,14 +41,31 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
       options: {
         schema: {
           operationId: 'listProducts',
-          summary: 'Every product, in pk order (not paginated)',
-          description: 'The whole catalogue in one array, streamed. For large catalogues use the paginated v2 listing.',
+          summary: 'Every product, in pk order (not paginated), or those matching the filters',
+          description: [
+            'The whole catalogue in one array, streamed. For large catalogues use the paginated v2 listing.',
+            '',
+            'With `barcode` or `search`, only the matching products, in pk order (`[]` when none match).',
+          ].join('\n'),
           tags: ['v1'],
-          response: { 200: jsonResponse('Every product, ordered by pk.', ProductListSchema), 503: STORE_UNAVAILABLE },
+          querystring: FILTER_QUERY,
+          response: {
+            200: jsonResponse('Every product (or every match), ordered by pk.', ProductListSchema),
+            400: problemResponse('A filter is not valid; `errors` names it.'),
+            503: STORE_UNAVAILABLE,
+          },
         },
+        // FILTER_QUERY documents the filters; productFilter checks them with messages naming the parameter.
+        validatorCompiler: () => (value: unknown) => ({ value }),
       },
       handler: async (request, reply) => {
+        const filter = productFilter(requestAddress(request).params);
         reply.type('application/json; charset=utf-8');
+        if (hasFilter(filter)) {
+          if (request.method === 'HEAD') return reply.send(Readable.from([]));
+          const firstMatches = await store.listFilteredAfter(filter, 0, LIST_BATCH);
+          return reply.send(Readable.from(streamList((after) => store.listFilteredAfter(filter, after, LIST_BATCH), firstMatches), { highWaterMark: 2 }));
+        }
         // HEAD needs only the headers (the same as GET's: chunked, no length); do not read the catalogue.
         if (request.method === 'HEAD') return reply.send(Readable.from([]));
         // Read before the status line goes out, so an unreachable database is still a 503.
@@ -54,14 +73,15 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
         const cached = lists.get(before.revision, 'list');
         if (cached !== undefined) return reply.send(Readable.from([cached]));
         const firstBatch = await store.listProductsAfter(0, LIST_BATCH);
+        const nextBatch = (after: number): Promise<Product[]> => store.listProductsAfter(after, LIST_BATCH);
         // Few chunks in flight per response: memory per slow client stays near one batch.
-        if (before.count > CACHED_LIST_MAX_PRODUCTS) return reply.send(Readable.from(streamList(store, firstBatch), { highWaterMark: 2 }));
+        if (before.count > CACHED_LIST_MAX_PRODUCTS) return reply.send(Readable.from(streamList(nextBatch, firstBatch), { highWaterMark: 2 }));
         const keep = async (text: string): Promise<void> => {
           // Batches are separate reads: the text is one snapshot only if no write came in between.
           const after = await store.describeCatalogue();
           if (after.revision === before.revision) lists.set(before.revision, 'list', text);
         };
-        return reply.send(Readable.from(streamList(store, firstBatch, keep), { highWaterMark: 2 }));
+        return reply.send(Readable.from(streamList(nextBatch, firstBatch, keep), { highWaterMark: 2 }));
       },
     },
   });
@@ -180,7 +200,11 @@ function parsePk(text: string): number {
  * database connection is needed, whatever the catalogue's size. `whole`, when given, receives the
  * complete text once the last chunk is out.
  */
-async function* streamList(store: CatalogueStore, firstBatch: readonly Product[], whole?: (text: string) => Promise<void>): AsyncGenerator<string> {
+async function* streamList(
+  nextBatch: (afterPk: number) => Promise<Product[]>,
+  firstBatch: readonly Product[],
+  whole?: (text: string) => Promise<void>,
+): AsyncGenerator<string> {
   const chunks: string[] | undefined = whole === undefined ? undefined : [];
   const emit = (chunk: string): string => {
     chunks?.push(chunk);
@@ -197,7 +221,7 @@ async function* streamList(store: CatalogueStore, firstBatch: readonly Product[]
     }
     yield emit(chunk);
     if (batch.length < LIST_BATCH) break;
-    batch = await store.listProductsAfter(batch[batch.length - 1]!.pk, LIST_BATCH);
+    batch = await nextBatch(batch[batch.length - 1]!.pk);
   }
   yield emit(']');
   if (whole !== undefined && chunks !== undefined) await whole(chunks.join(''));

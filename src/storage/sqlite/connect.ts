@@ -61,6 +61,7 @@ export function openSqlite(path: string): { db: Kysely<Database>; fastPaths: Dia
 }
 
 export const sqliteErrors: DialectErrors = {
+  kind: 'sqlite',
   isUniqueViolation: (error) => errorCode(error) === 'SQLITE_CONSTRAINT_UNIQUE',
   // An embedded database is never "unreachable"; a busy or broken file is a real error.
   isConnectionFailure: () => false,

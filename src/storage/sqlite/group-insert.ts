@@ -1,6 +1,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { NewProduct } from '../../catalogue/product.js';
 import type { ProductTable } from '../schema.js';
+import { foldForSearch } from '../../catalogue/search.js';
 
 export type InsertedRow = Pick<ProductTable, 'name' | 'barcode' | 'price_cents'> & { pk: number };
 
@@ -22,7 +23,7 @@ interface Waiting {
  */
 export class GroupInsert {
   readonly #database: BetterSqlite3.Database;
-  readonly #insert: BetterSqlite3.Statement<[string, string, number], InsertedRow>;
+  readonly #insert: BetterSqlite3.Statement<[string, string, string, number], InsertedRow>;
   readonly #begin: BetterSqlite3.Statement;
   readonly #commit: BetterSqlite3.Statement;
   readonly #rollback: BetterSqlite3.Statement;
@@ -31,7 +32,7 @@ export class GroupInsert {
 
   constructor(database: BetterSqlite3.Database) {
     this.#database = database;
-    this.#insert = database.prepare('INSERT INTO product (name, barcode, price_cents) VALUES (?, ?, ?) RETURNING pk, name, barcode, price_cents');
+    this.#insert = database.prepare('INSERT INTO product (name, name_folded, barcode, price_cents) VALUES (?, ?, ?, ?) RETURNING pk, name, barcode, price_cents');
     // IMMEDIATE takes the write lock at once, so waiting for another process happens before any insert.
     this.#begin = database.prepare('BEGIN IMMEDIATE');
     this.#commit = database.prepare('COMMIT');
@@ -69,7 +70,7 @@ export class GroupInsert {
       this.#begin.run();
       for (const { product } of group) {
         try {
-          outcomes.push({ row: this.#insert.get(product.name, product.barcode, product.priceCents)! });
+          outcomes.push({ row: this.#insert.get(product.name, foldForSearch(product.name), product.barcode, product.priceCents)! });
         } catch (error) {
           if (!this.#database.inTransaction) throw error;
           outcomes.push({ error });
