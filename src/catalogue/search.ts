@@ -51,8 +51,10 @@ export function parseProductFilter(params: URLSearchParams): FilterCheck {
   const search = single(params, 'search', errors)?.trim();
   if (search !== undefined && search !== '') {
     const problems = searchProblems(search);
-    if (problems.length === 0) filter.search = foldForSearch(search);
-    else errors.search = problems;
+    const folded = foldForSearch(search);
+    // Text of combining marks alone folds to nothing, and like empty text it narrows nothing.
+    if (problems.length > 0) errors.search = problems;
+    else if (folded !== '') filter.search = folded;
   }
   return Object.keys(errors).length > 0 ? { ok: false, errors } : { ok: true, filter };
 }
