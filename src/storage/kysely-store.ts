@@ -4,7 +4,7 @@ import { DuplicateBarcodeError, StoreUnavailableError } from '../catalogue/error
 import type { CatalogueStore, CatalogueSummary, IdempotencyRecord, KeyedCreation, PoolStats, PriceListOutcome, ProductPage } from './store.js';
 import type { Database, DialectKind, ProductTable } from './schema.js';
 import { foldForSearch, type ProductFilter } from '../catalogue/search.js';
-import { filterCondition, foldPendingNames } from './search-index.js';
+import { filterSource, foldPendingNames, type FilterSource } from './search-index.js';
 
 /** What differs between databases once the queries are shared: how their errors read. */
 export interface DialectErrors {
@@ -44,6 +44,8 @@ export class KyselyCatalogueStore implements CatalogueStore {
   readonly #findQuery: CompiledQuery<ProductRow>;
   readonly #stateQuery: CompiledQuery<StateRow>;
   readonly #pageQuery: CompiledQuery<PageRow>;
+  /** The last search that reads every folded name; the next one waits for it. */
+  #fullReads: Promise<unknown> = Promise.resolve();
 
   constructor(db: Kysely<Database>, errors: DialectErrors, options: KyselyStoreOptions = {}) {
     this.#db = db;
@@ -140,16 +142,16 @@ export class KyselyCatalogueStore implements CatalogueStore {
 
   async readFilteredPage(filter: ProductFilter, offset: number, limit: number): Promise<ProductPage> {
     await this.foldPendingNames();
-    const where = filterCondition(filter, this.#errors.kind);
+    const source = filterSource(filter, this.#errors.kind);
     // One statement, so that the count, the revision and the page come from one snapshot everywhere.
-    const { rows } = await this.#run(() =>
+    const { rows } = await this.#search(source, () =>
       sql<PageRow>`
         SELECT c.match_count AS product_count, s.revision, p.pk, p.name, p.barcode, p.price_cents
         FROM (${sql.raw(STATE_SUMS)}) s
-        CROSS JOIN (SELECT count(*) AS match_count FROM product WHERE ${where}) c
+        CROSS JOIN (SELECT count(*) AS match_count FROM ${source.count}) c
         LEFT JOIN (
-          SELECT product.pk, product.name, product.barcode, product.price_cents FROM product
-          WHERE ${where} ORDER BY product.pk LIMIT ${limit} OFFSET ${offset}
+          SELECT product.pk, product.name, product.barcode, product.price_cents FROM ${source.from}
+          WHERE ${source.where} ORDER BY ${source.pk} LIMIT ${limit} OFFSET ${offset}
         ) p ON 1 = 1
         ORDER BY p.pk`.execute(this.#db),
     );
@@ -161,20 +163,32 @@ export class KyselyCatalogueStore implements CatalogueStore {
 
   async countMatching(filter: ProductFilter): Promise<number> {
     await this.foldPendingNames();
-    const where = filterCondition(filter, this.#errors.kind);
-    const { rows } = await this.#run(() => sql<{ n: number | string }>`SELECT count(*) AS n FROM product WHERE ${where}`.execute(this.#db));
+    const source = filterSource(filter, this.#errors.kind);
+    const { rows } = await this.#search(source, () => sql<{ n: number | string }>`SELECT count(*) AS n FROM ${source.count}`.execute(this.#db));
     return Number(rows[0]?.n ?? 0);
   }
 
   async listFilteredAfter(filter: ProductFilter, afterPk: number, limit: number): Promise<Product[]> {
     await this.foldPendingNames();
-    const where = filterCondition(filter, this.#errors.kind);
-    const { rows } = await this.#run(() =>
+    const source = filterSource(filter, this.#errors.kind);
+    const { rows } = await this.#search(source, () =>
       sql<ProductRow>`
-        SELECT product.pk, product.name, product.barcode, product.price_cents FROM product
-        WHERE ${where} AND product.pk > ${afterPk} ORDER BY product.pk LIMIT ${limit}`.execute(this.#db),
+        SELECT product.pk, product.name, product.barcode, product.price_cents FROM ${source.from}
+        WHERE ${source.where} AND ${source.pk} > ${afterPk} ORDER BY ${source.pk} LIMIT ${limit}`.execute(this.#db),
     );
     return rows.map(toProduct);
+  }
+
+  /**
+   * Runs a search's statement. Those that read every folded name (texts too short for a trigram) run
+   * one at a time per store, so that many broad searches at once queue here instead of taking every
+   * connection (PostgreSQL) or the one thread (SQLite) from the other requests.
+   */
+  async #search<T>(source: FilterSource, query: () => Promise<T>): Promise<T> {
+    if (!source.readsEveryName) return this.#run(query);
+    const turn = this.#fullReads.then(() => this.#run(query));
+    this.#fullReads = turn.catch(() => undefined);
+    return turn;
   }
 
   /**

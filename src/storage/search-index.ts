@@ -14,8 +14,10 @@ const FOLD_BATCH = 1_000;
 export async function foldPendingNames(db: Kysely<unknown>, dialect: DialectKind): Promise<number> {
   let folded = 0;
   for (;;) {
+    // SQLite is told which index: statistics gathered while many names were unfolded would have it
+    // scan the table long after they are folded.
     const { rows } = await sql<{ pk: number | string; name: string }>`
-      SELECT pk, name FROM product WHERE name_folded IS NULL ORDER BY pk LIMIT ${sql.lit(FOLD_BATCH)}`.execute(db);
+      SELECT pk, name FROM product ${sql.raw(dialect === 'sqlite' ? 'INDEXED BY product_unfolded ' : '')}WHERE name_folded IS NULL LIMIT ${sql.lit(FOLD_BATCH)}`.execute(db);
     if (rows.length === 0) return folded;
     const values = rows.map((row) =>
       dialect === 'sqlite'
@@ -33,27 +35,51 @@ export async function foldPendingNames(db: Kysely<unknown>, dialect: DialectKind
 }
 
 /**
- * The SQL condition, on table `product`, for `filter`: the barcode through its unique index; the
- * folded text through the trigram index (SQLite FTS5, PostgreSQL pg_trgm) when it has 3 characters or
- * more, otherwise by reading the folded names. `%` and `_` are literal on every database.
+ * Where a filter's matches come from, as SQL over table `product` (every column of it is reachable):
+ * the barcode through its unique index; the folded text through the trigram index (SQLite FTS5,
+ * PostgreSQL pg_trgm) when it has 3 characters or more, otherwise by reading the folded names.
+ * `%` and `_` are literal on every database.
  */
-export function filterCondition(filter: ProductFilter, dialect: DialectKind): RawBuilder<boolean> {
-  const parts: RawBuilder<unknown>[] = [];
-  if (filter.barcode !== undefined) parts.push(sql`product.barcode = ${filter.barcode}`);
+export interface FilterSource {
+  /** The FROM clause. */
+  readonly from: RawBuilder<unknown>;
+  readonly where: RawBuilder<boolean>;
+  /** The expression that orders matches by `pk` cheapest (FTS5 hands out rowids in order). */
+  readonly pk: RawBuilder<number>;
+  /** A cheaper FROM and WHERE that count the same matches. */
+  readonly count: RawBuilder<unknown>;
+  /** Whether every folded name is read: the text is too short for a trigram index. */
+  readonly readsEveryName: boolean;
+}
+
+/** The matches of `filter` on `dialect`'s database. */
+export function filterSource(filter: ProductFilter, dialect: DialectKind): FilterSource {
   const text = filter.search;
-  if (text !== undefined) {
-    if (filter.barcode !== undefined) {
-      // One row at most: a plain check beats any index.
-      parts.push(dialect === 'sqlite' ? sql`instr(product.name_folded, ${text}) > 0` : sql`strpos(product.name_folded, ${text}) > 0`);
-    } else if (dialect === 'sqlite') {
-      parts.push(
-        [...text].length >= TRIGRAM_LENGTH
-          ? sql`product.pk IN (SELECT rowid FROM product_search WHERE product_search MATCH ${`"${text.replaceAll('"', '""')}"`})`
-          : sql`instr(product.name_folded, ${text}) > 0`,
-      );
-    } else {
-      parts.push(sql`product.name_folded LIKE ${`%${text.replace(/[\\%_]/g, '\\$&')}%`}`);
-    }
+  const plain = (where: RawBuilder<boolean>, readsEveryName: boolean): FilterSource => ({
+    from: sql`product`,
+    where,
+    pk: sql`product.pk`,
+    count: sql`product WHERE ${where}`,
+    readsEveryName,
+  });
+  const contains = (text: string): RawBuilder<boolean> =>
+    dialect === 'sqlite' ? sql`instr(product.name_folded, ${text}) > 0` : sql`strpos(product.name_folded, ${text}) > 0`;
+  if (filter.barcode !== undefined) {
+    // One row at most: a plain check of the name beats any index.
+    const byBarcode = sql<boolean>`product.barcode = ${filter.barcode}`;
+    return plain(text === undefined ? byBarcode : sql<boolean>`${byBarcode} AND ${contains(text)}`, false);
   }
-  return parts.length === 0 ? sql<boolean>`1 = 1` : sql<boolean>`${sql.join(parts, sql` AND `)}`;
+  if (text === undefined) return plain(sql<boolean>`1 = 1`, false);
+  const short = [...text].length < TRIGRAM_LENGTH;
+  if (dialect === 'postgres') return plain(sql<boolean>`product.name_folded LIKE ${`%${text.replace(/[\\%_]/g, '\\$&')}%`}`, short);
+  if (short) return plain(contains(text), true);
+  // A phrase in FTS5's syntax: the text in double quotes, each of its own double quotes doubled.
+  const match = sql<boolean>`product_search MATCH ${`"${text.replaceAll('"', '""')}"`}`;
+  return {
+    from: sql`product_search JOIN product ON product.pk = product_search.rowid`,
+    where: match,
+    pk: sql`product_search.rowid`,
+    count: sql`product_search WHERE ${match}`,
+    readsEveryName: false,
+  };
 }
