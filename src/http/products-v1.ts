@@ -64,6 +64,8 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
         if (hasFilter(filter)) {
           if (request.method === 'HEAD') return reply.send(Readable.from([]));
           const firstMatches = await store.listFilteredAfter(filter, 0, LIST_BATCH);
+          // Most filtered lists (every barcode lookup) fit one batch: one write, no stream.
+          if (firstMatches.length < LIST_BATCH) return reply.send(`[${firstMatches.map((p) => JSON.stringify(productWire(p))).join(',')}]`);
           return reply.send(Readable.from(streamList((after) => store.listFilteredAfter(filter, after, LIST_BATCH), firstMatches), { highWaterMark: 2 }));
         }
         // HEAD needs only the headers (the same as GET's: chunked, no length); do not read the catalogue.
