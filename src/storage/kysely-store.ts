@@ -151,7 +151,7 @@ export class KyselyCatalogueStore implements CatalogueStore {
         CROSS JOIN (SELECT count(*) AS match_count FROM ${source.count}) c
         LEFT JOIN (
           SELECT product.pk, product.name, product.barcode, product.price_cents FROM ${source.from}
-          WHERE ${source.where} ORDER BY ${source.pk} LIMIT ${limit} OFFSET ${offset}
+          WHERE ${source.where} ORDER BY ${source.order} LIMIT ${limit} OFFSET ${offset}
         ) p ON 1 = 1
         ORDER BY p.pk`.execute(this.#db),
     );
@@ -174,7 +174,7 @@ export class KyselyCatalogueStore implements CatalogueStore {
     const { rows } = await this.#search(source, () =>
       sql<ProductRow>`
         SELECT product.pk, product.name, product.barcode, product.price_cents FROM ${source.from}
-        WHERE ${source.where} AND ${source.pk} > ${afterPk} ORDER BY ${source.pk} LIMIT ${limit}`.execute(this.#db),
+        WHERE ${source.where} AND ${source.pk} > ${afterPk} ORDER BY ${source.order} LIMIT ${limit}`.execute(this.#db),
     );
     return rows.map(toProduct);
   }
