@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
+import { openSqliteConnection } from '../src/storage/sqlite/driver.js';
 import { seededProduct } from './data.js';
 import { contractFold } from './expected.js';
 
@@ -29,29 +29,28 @@ export function migrateWith(dist: string, databaseUrl: string): void {
  */
 export async function seedSqlite(dist: string, path: string, size: number, progress: Progress): Promise<void> {
   migrateWith(dist, `sqlite:${path}`);
-  const db = new SqliteDatabase(path);
+  const db = openSqliteConnection(path);
   try {
     // Seeding is not serving: durability per batch would only slow it down.
-    db.pragma('synchronous = OFF');
+    db.exec('PRAGMA synchronous = OFF');
     // A build with search keeps a folded copy of each name; written here, the service need not fold a
     // million names when it starts. A wrong copy would fail the search scenario's check.
-    const folds = (db.prepare('SELECT name FROM pragma_table_info(?)').all('product') as Array<{ name: string }>).some((c) => c.name === 'name_folded');
-    const insert = folds
-      ? db.prepare('INSERT INTO product (name, barcode, price_cents, name_folded) VALUES (?, ?, ?, ?)')
-      : db.prepare('INSERT INTO product (name, barcode, price_cents) VALUES (?, ?, ?)');
-    const insertBatch = db.transaction((from: number, to: number) => {
+    const folds = (db.prepare<[string], { name: string }>('SELECT name FROM pragma_table_info(?)').all('product')).some((c) => c.name === 'name_folded');
+    const insert = db.prepare<unknown[]>(
+      folds ? 'INSERT INTO product (name, barcode, price_cents, name_folded) VALUES (?, ?, ?, ?)' : 'INSERT INTO product (name, barcode, price_cents) VALUES (?, ?, ?)',
+    );
+    for (let from = 1; from <= size; from += BATCH) {
+      const to = Math.min(size, from + BATCH - 1);
+      db.exec('BEGIN');
       for (let n = from; n <= to; n++) {
         const p = seededProduct(n);
         if (folds) insert.run(p.name, p.barcode, p.priceCents, contractFold(p.name));
         else insert.run(p.name, p.barcode, p.priceCents);
       }
-    });
-    for (let from = 1; from <= size; from += BATCH) {
-      const to = Math.min(size, from + BATCH - 1);
-      insertBatch(from, to);
+      db.exec('COMMIT');
       progress(to, size);
     }
-    db.pragma('wal_checkpoint(TRUNCATE)');
+    db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
     db.exec('ANALYZE');
   } finally {
     db.close();

@@ -1,6 +1,7 @@
 import { buildApp } from './app.js';
 import { staleBuildProblem } from './build-freshness.js';
 import { ConfigError, loadConfig, redactPassword, startupWarnings } from './config.js';
+import { hideSqliteExperimentalWarning } from './cli/node-warnings.js';
 import { loggerOptions } from './http/logging.js';
 import { SchemaNotCurrentError } from './storage/migrations.js';
 import { openStore } from './storage/open-store.js';
@@ -9,6 +10,7 @@ import { openStore } from './storage/open-store.js';
 const SHUTDOWN_GRACE_MS = 10_000;
 
 async function main(): Promise<void> {
+  hideSqliteExperimentalWarning();
   // Until the service listens there is nothing to finish: a stop signal simply ends the start.
   let onStopSignal = (_signal: NodeJS.Signals): void => process.exit(0);
   // `on`, not `once`: a second signal must not kill the process mid-stop. It comes routinely: Ctrl-C

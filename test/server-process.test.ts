@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { describe, it } from 'node:test';
-import Database from 'better-sqlite3';
+import { openSqliteConnection } from '../src/storage/sqlite/driver.js';
 import { databaseUrl, spawnServer } from './helpers/child-server.js';
 import { postJson, send, type RawResponse } from './helpers/http.js';
 import { listAll, uniqueBarcode } from './helpers/products.js';
@@ -95,9 +95,9 @@ describe('the server process', () => {
       again.process.kill('SIGTERM');
       await again.exited;
     }
-    const db = new Database(location.kind === 'sqlite' ? location.path : '', { readonly: true });
+    const db = openSqliteConnection(location.kind === 'sqlite' ? location.path : '');
     try {
-      assert.deepEqual(db.pragma('integrity_check'), [{ integrity_check: 'ok' }]);
+      assert.deepEqual(db.prepare('PRAGMA integrity_check').all(), [{ integrity_check: 'ok' }]);
     } finally {
       db.close();
     }

@@ -4,6 +4,7 @@ import { CommandFailure, EXIT, isBrokenPipe, UsageError, type Command } from './
 import { exportCommand } from './export.js';
 import { importCommand } from './import.js';
 import { migrateCommand } from './migrate.js';
+import { hideSqliteExperimentalWarning } from './node-warnings.js';
 
 const COMMANDS: readonly Command[] = [importCommand, exportCommand, migrateCommand];
 
@@ -20,6 +21,7 @@ Exit status: 0 done, 1 failed, 2 wrong usage.
 `;
 
 async function main(args: readonly string[]): Promise<number> {
+  hideSqliteExperimentalWarning();
   const [name, ...rest] = args;
   if (name === undefined || name === '--help' || name === '-h') {
     process.stdout.write(HELP);

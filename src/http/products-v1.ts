@@ -62,16 +62,16 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
         const filter = productFilter(requestAddress(request).params);
         reply.type('application/json; charset=utf-8');
         if (hasFilter(filter)) {
-          if (request.method === 'HEAD') return reply.send(Readable.from([]));
+          // HEAD too reads the matches, so that its headers are GET's (Node sends no body for HEAD).
           const firstMatches = await store.listFilteredAfter(filter, 0, LIST_BATCH);
           // Most filtered lists (every barcode lookup) fit one batch: one write, no stream.
           if (firstMatches.length < LIST_BATCH) return reply.send(`[${firstMatches.map((p) => JSON.stringify(productWire(p))).join(',')}]`);
           return reply.send(Readable.from(streamList((after) => store.listFilteredAfter(filter, after, LIST_BATCH), firstMatches), { highWaterMark: 2 }));
         }
-        // HEAD needs only the headers (the same as GET's: chunked, no length); do not read the catalogue.
-        if (request.method === 'HEAD') return reply.send(Readable.from([]));
-        // Read before the status line goes out, so an unreachable database is still a 503.
+        // Read before the status line goes out, so an unreachable database is still a 503, for HEAD too.
         const before = await store.describeCatalogue();
+        // HEAD needs only the headers (the same as GET's: chunked, no length); do not read the products.
+        if (request.method === 'HEAD') return reply.send(Readable.from([]));
         const cached = lists.get(before.revision, 'list');
         if (cached !== undefined) return reply.send(Readable.from([cached]));
         const firstBatch = await store.listProductsAfter(0, LIST_BATCH);

@@ -3,13 +3,13 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { launchChromium, SCREENSHOTS } from '../helpers/browser.js';
+import { browserSkip, launchChromium, SCREENSHOTS } from '../helpers/browser.js';
 import { startFreshServer, type RunningServer } from '../helpers/server.js';
 import { STORES } from '../helpers/stores.js';
 
 const CONTRACT = readFileSync(new URL('../../docs/API.md', import.meta.url), 'utf8');
 
-describe('the API reference at /docs, in a browser', () => {
+describe('the API reference at /docs, in a browser', { skip: browserSkip }, () => {
   let browser: Browser;
   let server: RunningServer;
   before(async () => {

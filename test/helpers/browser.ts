@@ -2,7 +2,8 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser } from 'playwright-core';
 
-export const CHROMIUM = '/usr/bin/chromium';
+/** Debian's Chromium; CHROMIUM_PATH names another (the skip test points it at a missing file). */
+export const CHROMIUM = process.env.CHROMIUM_PATH?.trim() || '/usr/bin/chromium';
 export const SCREENSHOTS = fileURLToPath(new URL('../../test-output/screenshots/', import.meta.url));
 
 /**

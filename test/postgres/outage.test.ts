@@ -88,6 +88,25 @@ describe('PostgreSQL lost and back while the service runs', { skip: postgres.ski
     assert.deepEqual([alive.status, alive.json], [200, { status: 'ok' }]);
   });
 
+  it('answers HEAD with the status GET gets, on every route, while the database is cut off', async () => {
+    const paths = [
+      '/',
+      '/healthz',
+      '/readyz',
+      '/metrics',
+      '/openapi.json',
+      '/docs/API.md',
+      '/api/v1/shop/products',
+      `/api/v1/shop/product/${service.espresso.pk}`,
+      '/api/v2/shop/products',
+    ];
+    const statuses = async (method: string) =>
+      Promise.all(paths.map(async (path) => `${path} ${(await send(`${service.server.url}${path}`, { method })).status}`));
+    const head = await statuses('HEAD');
+    assert.deepEqual(head, await statuses('GET'));
+    assert.ok(head.includes('/api/v1/shop/products 503'));
+  });
+
   it('serves again as soon as the database is back, without a restart', async () => {
     await service.proxy.open();
     assert.deepEqual((await send(`${service.server.url}/readyz`)).json, { status: 'ready' });

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
 import type { DatabaseLocation } from '../../src/config.js';
 import { openStore } from '../../src/storage/open-store.js';
+import { openSqliteConnection } from '../../src/storage/sqlite/driver.js';
 import type { CatalogueStore } from '../../src/storage/store.js';
 import { uniqueBarcode } from '../helpers/products.js';
 import { STORES } from '../helpers/stores.js';
@@ -11,7 +11,7 @@ import { STORES } from '../helpers/stores.js';
 /** Runs SQL on the database behind the store's back, as another program (or an operator) would. */
 async function execBehind(location: DatabaseLocation, text: string): Promise<void> {
   if (location.kind === 'sqlite') {
-    const db = new SqliteDatabase(location.path);
+    const db = openSqliteConnection(location.path);
     try {
       db.exec(text);
     } finally {

@@ -1,9 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import SqliteDatabase from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import type { Database } from '../schema.js';
 import type { DialectErrors, DialectFastPaths, ProductRow, StateRow } from '../kysely-store.js';
+import { openSqliteConnection, type SqliteStatement } from './driver.js';
 import { GroupInsert } from './group-insert.js';
 import { withStatementCache } from './statement-cache.js';
 
@@ -33,16 +33,16 @@ export function connectSqlite(path: string): Kysely<Database> {
  */
 export function openSqlite(path: string): { db: Kysely<Database>; fastPaths: DialectFastPaths } {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-  const database = new SqliteDatabase(path);
-  for (const pragma of PRAGMAS) database.pragma(pragma);
+  const database = openSqliteConnection(path);
+  for (const pragma of PRAGMAS) database.exec(`PRAGMA ${pragma}`);
   // Prepared on first use, once the migrations have created the tables.
-  let prepared: { groupInsert: GroupInsert; find: SqliteDatabase.Statement<[number], ProductRow>; state: SqliteDatabase.Statement<[], StateRow> } | undefined;
+  let prepared: { groupInsert: GroupInsert; find: SqliteStatement<[number], ProductRow>; state: SqliteStatement<[], StateRow> } | undefined;
   const statements = () =>
     (prepared ??= {
       groupInsert: new GroupInsert(database),
-      find: database.prepare('SELECT pk, name, barcode, price_cents FROM product WHERE pk = ?'),
+      find: database.prepare<[number], ProductRow>('SELECT pk, name, barcode, price_cents FROM product WHERE pk = ?'),
       // SQLite's triggers keep everything in slot 0 (one writer at a time), so one row is the sum.
-      state: database.prepare('SELECT product_count, revision FROM catalogue_state WHERE id = 0'),
+      state: database.prepare<[], StateRow>('SELECT product_count, revision FROM catalogue_state WHERE id = 0'),
     });
   return {
     db: new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) }),
@@ -62,11 +62,15 @@ export function openSqlite(path: string): { db: Kysely<Database>; fastPaths: Dia
 
 export const sqliteErrors: DialectErrors = {
   kind: 'sqlite',
-  isUniqueViolation: (error) => errorCode(error) === 'SQLITE_CONSTRAINT_UNIQUE',
+  // better-sqlite3 names the extended result code; node:sqlite gives its number.
+  isUniqueViolation: (error) => field(error, 'code') === 'SQLITE_CONSTRAINT_UNIQUE' || field(error, 'errcode') === SQLITE_CONSTRAINT_UNIQUE,
   // An embedded database is never "unreachable"; a busy or broken file is a real error.
   isConnectionFailure: () => false,
 };
 
-function errorCode(error: unknown): unknown {
-  return typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
+/** SQLite's extended result code for a UNIQUE constraint failure. */
+const SQLITE_CONSTRAINT_UNIQUE = 2067;
+
+function field(error: unknown, name: string): unknown {
+  return typeof error === 'object' && error !== null && name in error ? (error as Record<string, unknown>)[name] : undefined;
 }

@@ -1,4 +1,4 @@
-import type BetterSqlite3 from 'better-sqlite3';
+import type { SqliteConnection, SqliteStatement } from './driver.js';
 import type { NewProduct } from '../../catalogue/product.js';
 import type { ProductTable } from '../schema.js';
 import { foldForSearch } from '../../catalogue/search.js';
@@ -22,17 +22,17 @@ interface Waiting {
  * ends the transaction itself fails every member of the group, since none of them is committed.
  */
 export class GroupInsert {
-  readonly #database: BetterSqlite3.Database;
-  readonly #insert: BetterSqlite3.Statement<[string, string, string, number], InsertedRow>;
-  readonly #begin: BetterSqlite3.Statement;
-  readonly #commit: BetterSqlite3.Statement;
-  readonly #rollback: BetterSqlite3.Statement;
+  readonly #database: SqliteConnection;
+  readonly #insert: SqliteStatement<[string, string, string, number], InsertedRow>;
+  readonly #begin: SqliteStatement;
+  readonly #commit: SqliteStatement;
+  readonly #rollback: SqliteStatement;
   #waiting: Waiting[] = [];
   #scheduled = false;
 
-  constructor(database: BetterSqlite3.Database) {
+  constructor(database: SqliteConnection) {
     this.#database = database;
-    this.#insert = database.prepare('INSERT INTO product (name, name_folded, barcode, price_cents) VALUES (?, ?, ?, ?) RETURNING pk, name, barcode, price_cents');
+    this.#insert = database.prepare<[string, string, string, number], InsertedRow>('INSERT INTO product (name, name_folded, barcode, price_cents) VALUES (?, ?, ?, ?) RETURNING pk, name, barcode, price_cents');
     // IMMEDIATE takes the write lock at once, so waiting for another process happens before any insert.
     this.#begin = database.prepare('BEGIN IMMEDIATE');
     this.#commit = database.prepare('COMMIT');

@@ -1,5 +1,5 @@
-import type BetterSqlite3 from 'better-sqlite3';
-import type { SqliteDatabase, SqliteStatement } from 'kysely';
+import type { SqliteDatabase } from 'kysely';
+import type { SqliteConnection, SqliteStatement } from './driver.js';
 
 /**
  * Gives Kysely a database whose `prepare` reuses the prepared statement of an SQL text it has seen,
@@ -8,10 +8,11 @@ import type { SqliteDatabase, SqliteStatement } from 'kysely';
  *
  * @param maxStatements how many distinct SQL texts are kept (oldest dropped first).
  */
-export function withStatementCache(database: BetterSqlite3.Database, maxStatements = 200): SqliteDatabase {
-  const statements = new Map<string, BetterSqlite3.Statement>();
+export function withStatementCache(database: SqliteConnection, maxStatements = 200): SqliteDatabase {
+  const statements = new Map<string, SqliteStatement>();
   return {
     close: () => database.close(),
+    // Both drivers' statements take Kysely's array of parameters as they are.
     prepare(sql: string): SqliteStatement {
       const cached = statements.get(sql);
       if (cached !== undefined && !cached.busy) return cached;

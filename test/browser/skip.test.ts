@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, it } from 'node:test';
+import { promisify } from 'node:util';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const HERE = fileURLToPath(new URL('.', import.meta.url));
+const BROWSER_TESTS = readdirSync(HERE).filter((name) => name.endsWith('.test.ts') && name !== 'skip.test.ts');
+const MISSING = '/nonexistent/chromium';
+
+/** Runs one browser test file in a test runner of its own, as `npm test` would, without Chromium. */
+async function runWithoutChromium(file: string, env: Record<string, string>): Promise<{ code: number; stdout: string }> {
+  // The runner marks its own child processes; this one must report as a top-level run.
+  const { NODE_TEST_CONTEXT: _runner, REQUIRE_BROWSER: _required, ...inherited } = process.env;
+  try {
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=tap', `test/browser/${file}`], {
+      cwd: ROOT,
+      env: { ...inherited, CHROMIUM_PATH: MISSING, ...env },
+    });
+    return { code: 0, stdout };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string };
+    return { code: failed.code, stdout: failed.stdout };
+  }
+}
+
+describe('browser tests without Chromium', () => {
+  for (const file of BROWSER_TESTS) {
+    it(`${file} is skipped with one line naming the missing browser`, async () => {
+      const { code, stdout } = await runWithoutChromium(file, {});
+      assert.equal(code, 0, stdout);
+      const skips = stdout.split('\n').filter((line) => line.includes('# SKIP'));
+      assert.deepEqual(skips.map((line) => line.replace(/^ok \d+ - .* # SKIP /, '')), [`${MISSING} is missing: browser tests skipped (apt-get install chromium)`]);
+      assert.match(stdout, /^# fail 0$/m);
+    });
+
+    it(`${file} fails when REQUIRE_BROWSER=1`, async () => {
+      const { code, stdout } = await runWithoutChromium(file, { REQUIRE_BROWSER: '1' });
+      assert.notEqual(code, 0, stdout);
+    });
+  }
+});
