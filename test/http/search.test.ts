@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import SqliteDatabase from 'better-sqlite3';
 import fc from 'fast-check';
 import { Client } from 'pg';
 import type { DatabaseLocation } from '../../src/config.js';
+import { openSqliteConnection } from '../../src/storage/sqlite/driver.js';
 import { send } from '../helpers/http.js';
 import { createProduct, uniqueBarcode } from '../helpers/products.js';
 import { startFreshServer, startServer, type RunningServer } from '../helpers/server.js';
@@ -56,7 +56,7 @@ async function refused(url: string, parameters: string[]) {
 /** Runs plain SQL on the database behind a server, as an operator or a bulk load would. */
 async function runSql(location: DatabaseLocation, statement: string, parameters: unknown[]): Promise<void> {
   if (location.kind === 'sqlite') {
-    const db = new SqliteDatabase(location.path);
+    const db = openSqliteConnection(location.path);
     try {
       db.prepare(statement.replace(/\$[0-9]+/g, '?')).run(...parameters);
     } finally {
