@@ -16,12 +16,43 @@ export interface SeededProduct {
 export function seededProduct(n: number): SeededProduct {
   return {
     pk: n,
-    name: `Catalogue item ${n}`,
+    name: productName(n),
     barcode: withCheckDigit(`20${String(n).padStart(10, '0')}`),
     // Spread over cents so that prices need both decimals; never a float.
     priceCents: (n * 7919) % 100_000,
   };
 }
+
+// Words of the seeded names: some with accents, so that search has folding to do.
+const BRANDS = ['Alpenhof', 'Bäckerhaus', 'Côte Verte', 'Dolce Vita', 'Eisberg', 'Fjällbrud', 'Gärtnerei', 'Hofgut', 'Île Bleue', 'Jardin', 'Kaffeerösterei', 'Landliebe', 'Mühlenhof', 'Nordküste', 'Olivar', 'Príncipe', 'Quellblick', 'Rosenthal', 'Sonnenfeld', 'Terre d’Été', 'Ursprung', 'Vallée', 'Weidegut', 'Zürichsee'];
+const KINDS = ['Bio', 'Classic', 'Crème', 'Delikatess', 'Extra', 'Feine', 'Frische', 'Gourmet', 'Hausgemachte', 'Légère', 'Premium', 'Rustikale', 'Süße', 'Würzige', 'Zarte', 'Naturtrübe'];
+const GOODS = [
+  'Äpfel', 'Apfelsaft', 'Baguette', 'Bergkäse', 'Birnen', 'Brioche', 'Butter', 'Café', 'Camembert', 'Champignons', 'Chorizo', 'Crêpes',
+  'Espresso', 'Feigen', 'Frischkäse', 'Gelée', 'Gnocchi', 'Haferflocken', 'Honig', 'Joghurt', 'Kakao', 'Karotten', 'Kartoffeln', 'Ketchup',
+  'Lachs', 'Linsen', 'Mandeln', 'Marmelade', 'Mozzarella', 'Müsli', 'Nüsse', 'Oliven', 'Orangensaft', 'Paprika', 'Pasta', 'Pesto', 'Quark',
+  'Ravioli', 'Reis', 'Rösti', 'Salami', 'Schokolade', 'Senf', 'Spätzle', 'Tee', 'Tomaten', 'Vanillezucker', 'Walnüsse', 'Zwieback',
+];
+const SIZES = ['100 g', '125 g', '200 g', '250 g', '400 g', '500 g', '750 g', '1 kg', '0,2 l', '0,5 l', '0,75 l', '1 l', '6 Stück', '12 Stück'];
+
+/** The words product `n`'s name is made of, picked by a fixed integer hash of `n`. */
+export function nameParts(n: number): { brand: string; kind: string; good: string; size: string } {
+  let h = Math.imul(n ^ 0x5bd1e995, 0x9e3779b1) >>> 0;
+  const pick = <T>(list: readonly T[]): T => {
+    const item = list[h % list.length]!;
+    h = (Math.imul(h ^ (h >>> 13), 0x85ebca6b) + 0x2f) >>> 0;
+    return item;
+  };
+  return { brand: pick(BRANDS), kind: pick(KINDS), good: pick(GOODS), size: pick(SIZES) };
+}
+
+/** Product `n`'s name: brand, kind, goods and size, e.g. "Mühlenhof Feine Crêpes 250 g". */
+export function productName(n: number): string {
+  const { brand, kind, good, size } = nameParts(n);
+  return `${brand} ${kind} ${good} ${size}`;
+}
+
+/** The words of the seeded names, for a search load that finds something. */
+export const NAME_WORDS: readonly string[] = [...BRANDS, ...KINDS, ...GOODS];
 
 /**
  * Barcodes for creates: prefix 21, so they never collide with the seed's 20. The load's own

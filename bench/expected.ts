@@ -32,6 +32,40 @@ export function wholeCatalogue(size: number): Selection {
   return { count: size, at: (index) => seededProduct(index + 1) };
 }
 
+/**
+ * A name as the contract compares it for `search`: lower-cased, Unicode NFD, combining marks dropped,
+ * NFC. Written here from the contract's words, not taken from the service.
+ */
+export function contractFold(text: string): string {
+  return text.toLowerCase().normalize('NFD').replace(/\p{M}+/gu, '').normalize('NFC');
+}
+
+/**
+ * For each of `terms`, the products 1..size whose folded name contains the folded term, in pk order:
+ * the count of all of them, and the first `keep` (a first page), so that a million names need no array.
+ */
+export function matchingNames(size: number, terms: readonly string[], keep: number): Selection[] {
+  const folded = terms.map((term) => contractFold(term.trim()));
+  const counts = terms.map(() => 0);
+  const first: SeededProduct[][] = terms.map(() => []);
+  for (let n = 1; n <= size; n++) {
+    const product = seededProduct(n);
+    const name = contractFold(product.name);
+    folded.forEach((term, i) => {
+      if (!name.includes(term)) return;
+      counts[i]! += 1;
+      if (first[i]!.length < keep) first[i]!.push(product);
+    });
+  }
+  return first.map((products, i) => ({
+    count: counts[i]!,
+    at: (index) => {
+      if (index >= products.length) throw new Error(`Only the first ${keep} matches are kept.`);
+      return products[index]!;
+    },
+  }));
+}
+
 /** A selection of products already picked, e.g. by a filter. */
 export function selectionOf(products: readonly SeededProduct[]): Selection {
   return { count: products.length, at: (index) => products[index]! };

@@ -1,5 +1,5 @@
-import { freshBarcode, randomSource, seededProduct } from './data.js';
-import { PAGE_NUMBER_SIZE, V2_PATH, limitOffsetBody, pageNumberBody, productBody, wholeCatalogue, wholeListBody } from './expected.js';
+import { NAME_WORDS, freshBarcode, randomSource, seededProduct } from './data.js';
+import { PAGE_NUMBER_SIZE, V2_PATH, limitOffsetBody, matchingNames, pageNumberBody, productBody, selectionOf, wholeCatalogue, wholeListBody } from './expected.js';
 
 export type Pagination = 'limit-offset' | 'page-number';
 export type DatabaseKind = 'sqlite' | 'postgres';
@@ -54,6 +54,13 @@ const DETAIL_URLS = 10_000;
 const PAGE_URLS = 2_000;
 /** Each answer of the v1 list is the whole catalogue: 32 clients at once would only measure queueing. */
 const V1_LIST_CONNECTIONS = [4];
+/** Distinct search terms: each expected answer reads every seeded name once. */
+const SEARCH_TERMS = 60;
+/** Distinct scanned barcodes among the search scenario's requests. */
+const SEARCH_BARCODES = 40;
+const SEARCH_PAGE = 20;
+/** The issue's latency target is at 4 connections; 32 gives the req/s beside the detail route's. */
+const SEARCH_CONNECTIONS = [4, 32];
 
 /** Every scenario of the run, over a catalogue seeded with products 1..size, in the order they run. */
 export function buildScenarios(size: number): Scenario[] {
@@ -120,6 +127,49 @@ export function buildScenarios(size: number): Scenario[] {
       timeFirstByte: true,
       load: 'paths',
       exchanges: () => [get('/api/v1/shop/products', wholeListBody(catalogue))],
+    },
+    {
+      name: 'barcode',
+      goal: same('≥ 0.7 × detail (service)'),
+      pagination: 'limit-offset',
+      route: '/api/v1/shop/products',
+      load: 'paths',
+      exchanges: () => {
+        const pick = picker(6);
+        return unique(Math.min(size, DETAIL_URLS), () => 1 + pick(size)).map((pk) => {
+          const product = seededProduct(pk);
+          return get(`/api/v1/shop/products?barcode=${product.barcode}`, wholeListBody(selectionOf([product])));
+        });
+      },
+    },
+    {
+      name: 'search',
+      goal: same('at 1,000,000: p50 ≤ 5 ms, p99 ≤ 50 ms at 4 connections'),
+      ...v2,
+      connections: SEARCH_CONNECTIONS,
+      exchanges: () => {
+        const pick = picker(7);
+        // Parts of the names' words, 3 to 12 characters, typed as a clerk would (any case, accents or not).
+        const terms = unique(SEARCH_TERMS, () => {
+          const word = NAME_WORDS[pick(NAME_WORDS.length)]!;
+          const chars = [...word];
+          const length = Math.min(chars.length, 3 + pick(10));
+          const start = pick(chars.length - length + 1);
+          const part = chars.slice(start, start + length).join('');
+          return pick(2) === 0 ? part.toUpperCase() : part.normalize('NFD').replace(/\p{M}/gu, '');
+        });
+        const matches = matchingNames(size, terms, SEARCH_PAGE);
+        const searches = terms.map((term, i) => {
+          const query = { limit: String(SEARCH_PAGE), search: term };
+          return get(`${V2_PATH}?${new URLSearchParams(query)}`, limitOffsetBody(matches[i]!, query, SEARCH_PAGE, 0));
+        });
+        const scans = unique(Math.min(size, SEARCH_BARCODES), () => 1 + pick(size)).map((pk) => {
+          const product = seededProduct(pk);
+          const query = { barcode: product.barcode, limit: String(SEARCH_PAGE) };
+          return get(`${V2_PATH}?${new URLSearchParams(query)}`, limitOffsetBody(selectionOf([product]), query, SEARCH_PAGE, 0));
+        });
+        return [...searches, ...scans];
+      },
     },
     // Last: every create changes the count, and so every page's body.
     {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { openSqliteConnection } from '../src/storage/sqlite/driver.js';
 import { seededProduct } from './data.js';
+import { contractFold } from './expected.js';
 
 /** Rows per transaction: large enough that commits are rare, small enough to show progress. */
 const BATCH = 20_000;
@@ -32,13 +33,19 @@ export async function seedSqlite(dist: string, path: string, size: number, progr
   try {
     // Seeding is not serving: durability per batch would only slow it down.
     db.exec('PRAGMA synchronous = OFF');
-    const insert = db.prepare<[string, string, number]>('INSERT INTO product (name, barcode, price_cents) VALUES (?, ?, ?)');
+    // A build with search keeps a folded copy of each name; written here, the service need not fold a
+    // million names when it starts. A wrong copy would fail the search scenario's check.
+    const folds = (db.prepare<[string], { name: string }>('SELECT name FROM pragma_table_info(?)').all('product')).some((c) => c.name === 'name_folded');
+    const insert = db.prepare<unknown[]>(
+      folds ? 'INSERT INTO product (name, barcode, price_cents, name_folded) VALUES (?, ?, ?, ?)' : 'INSERT INTO product (name, barcode, price_cents) VALUES (?, ?, ?)',
+    );
     for (let from = 1; from <= size; from += BATCH) {
       const to = Math.min(size, from + BATCH - 1);
       db.exec('BEGIN');
       for (let n = from; n <= to; n++) {
         const p = seededProduct(n);
-        insert.run(p.name, p.barcode, p.priceCents);
+        if (folds) insert.run(p.name, p.barcode, p.priceCents, contractFold(p.name));
+        else insert.run(p.name, p.barcode, p.priceCents);
       }
       db.exec('COMMIT');
       progress(to, size);
@@ -59,6 +66,10 @@ export async function seedPostgres(dist: string, url: string, size: number, prog
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
+    const { rows } = await client.query<{ n: string }>(
+      "SELECT count(*) AS n FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'product' AND column_name = 'name_folded'",
+    );
+    const folds = rows[0]?.n === '1';
     for (let from = 1; from <= size; from += BATCH) {
       const to = Math.min(size, from + BATCH - 1);
       const names: string[] = [];
@@ -71,8 +82,10 @@ export async function seedPostgres(dist: string, url: string, size: number, prog
         prices.push(p.priceCents);
       }
       await client.query(
-        'INSERT INTO product (name, barcode, price_cents) SELECT name, barcode, price_cents FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS t(name, barcode, price_cents, n) ORDER BY n',
-        [names, barcodes, prices],
+        folds
+          ? 'INSERT INTO product (name, barcode, price_cents, name_folded) SELECT name, barcode, price_cents, folded FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) WITH ORDINALITY AS t(name, barcode, price_cents, folded, n) ORDER BY n'
+          : 'INSERT INTO product (name, barcode, price_cents) SELECT name, barcode, price_cents FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS t(name, barcode, price_cents, n) ORDER BY n',
+        folds ? [names, barcodes, prices, names.map(contractFold)] : [names, barcodes, prices],
       );
       progress(to, size);
     }

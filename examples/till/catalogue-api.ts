@@ -68,8 +68,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Every product, in pk order (not paginated)
+         * Every product, in pk order (not paginated), or those matching the filters
          * @description The whole catalogue in one array, streamed. For large catalogues use the paginated v2 listing.
+         *
+         *     With `barcode` or `search`, only the matching products, in pk order (`[]` when none match).
          */
         get: operations["listProducts"];
         put?: never;
@@ -81,7 +83,7 @@ export interface paths {
          */
         options: operations["listProductsPreflight"];
         /**
-         * Headers only: Every product, in pk order (not paginated)
+         * Headers only: Every product, in pk order (not paginated), or those matching the filters
          * @description The same status and headers as GET, without a body: a cheap check that the answer exists or changed.
          */
         head: operations["listProductsHeaders"];
@@ -161,6 +163,8 @@ export interface paths {
          *
          *     This deployment pages by `limit` and `offset` (setting PAGINATION; the other style is `page-number`).
          *     `next` and `previous` are absolute URLs that keep the other query parameters, or null. Unknown parameters are ignored.
+         *
+         *     With `barcode` or `search`, `count` is the number of matching products and `results` a page of them in pk order; the links keep the filters.
          *
          *     *(decided)* A parameter that is not a whole number in range, in plain decimal digits (`limit=abc`, `limit=0`, `limit=1e2`, `offset=-1`, `page=1.5`), is a 400 naming the parameter rather than a silent fallback.
          */
@@ -486,14 +490,19 @@ export interface operations {
     };
     listProducts: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only the product with this barcode: 13 digits with a valid EAN-13 check digit, or 12 digits with a valid UPC-A check digit (matched as `0` followed by the 12 digits). White space at either end is trimmed. Anything else, empty included, is a 400 naming `barcode`. */
+                barcode?: string;
+                /** @description Only products whose name contains this text, ignoring case and accents (both sides lower-cased, Unicode NFD, combining marks dropped). White space at either end is trimmed; empty counts as absent; 1 to 100 characters, no control characters, else a 400 naming `search`. `%` and `_` are literal. */
+                search?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Every product, ordered by pk. */
+            /** @description Every product (or every match), ordered by pk. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -502,7 +511,7 @@ export interface operations {
                     "application/json": components["schemas"]["Product"][];
                 };
             };
-            /** @description The `Host` header is not a plain host name or address with an optional port (RFC 9112 §3.2). */
+            /** @description A filter is not valid; `errors` names it. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -558,21 +567,26 @@ export interface operations {
     };
     listProductsHeaders: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only the product with this barcode: 13 digits with a valid EAN-13 check digit, or 12 digits with a valid UPC-A check digit (matched as `0` followed by the 12 digits). White space at either end is trimmed. Anything else, empty included, is a 400 naming `barcode`. */
+                barcode?: string;
+                /** @description Only products whose name contains this text, ignoring case and accents (both sides lower-cased, Unicode NFD, combining marks dropped). White space at either end is trimmed; empty counts as absent; 1 to 100 characters, no control characters, else a 400 naming `search`. `%` and `_` are literal. */
+                search?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Every product, ordered by pk. */
+            /** @description Every product (or every match), ordered by pk. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description The `Host` header is not a plain host name or address with an optional port (RFC 9112 §3.2). */
+            /** @description A filter is not valid; `errors` names it. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -866,6 +880,10 @@ export interface operations {
     listProductsPage: {
         parameters: {
             query?: {
+                /** @description Only the product with this barcode: 13 digits with a valid EAN-13 check digit, or 12 digits with a valid UPC-A check digit (matched as `0` followed by the 12 digits). White space at either end is trimmed. Anything else, empty included, is a 400 naming `barcode`. */
+                barcode?: string;
+                /** @description Only products whose name contains this text, ignoring case and accents (both sides lower-cased, Unicode NFD, combining marks dropped). White space at either end is trimmed; empty counts as absent; 1 to 100 characters, no control characters, else a 400 naming `search`. `%` and `_` are literal. */
+                search?: string;
                 /**
                  * @description Items in this page: a whole number ≥ 1 in plain digits; default 100; above 1000 it is lowered to 1000, and the links carry 1000.
                  * @example 20
@@ -901,7 +919,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A paging parameter is not valid; `errors` names it. */
+            /** @description A paging parameter or a filter is not valid; `errors` names each one. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -958,6 +976,10 @@ export interface operations {
     listProductsPageHeaders: {
         parameters: {
             query?: {
+                /** @description Only the product with this barcode: 13 digits with a valid EAN-13 check digit, or 12 digits with a valid UPC-A check digit (matched as `0` followed by the 12 digits). White space at either end is trimmed. Anything else, empty included, is a 400 naming `barcode`. */
+                barcode?: string;
+                /** @description Only products whose name contains this text, ignoring case and accents (both sides lower-cased, Unicode NFD, combining marks dropped). White space at either end is trimmed; empty counts as absent; 1 to 100 characters, no control characters, else a 400 naming `search`. `%` and `_` are literal. */
+                search?: string;
                 /**
                  * @description Items in this page: a whole number ≥ 1 in plain digits; default 100; above 1000 it is lowered to 1000, and the links carry 1000.
                  * @example 20
@@ -991,7 +1013,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A paging parameter is not valid; `errors` names it. */
+            /** @description A paging parameter or a filter is not valid; `errors` names each one. */
             400: {
                 headers: {
                     [name: string]: unknown;

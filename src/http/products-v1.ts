@@ -17,6 +17,8 @@ import { chooseCoding, compressLater, compressStream, type ContentCoding } from 
 import { ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
 import { ProductListSchema } from './schemas.js';
 import { productWire } from './wire.js';
+import { FILTER_QUERY, hasFilter, productFilter } from './filters.js';
+import { requestAddress } from './request-address.js';
 
 /** Rows fetched per query while the whole list is streamed. */
 const LIST_BATCH = 2_000;
@@ -66,15 +68,35 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
       options: {
         schema: {
           operationId: 'listProducts',
-          summary: 'Every product, in pk order (not paginated)',
-          description: 'The whole catalogue in one array, streamed. For large catalogues use the paginated v2 listing.',
+          summary: 'Every product, in pk order (not paginated), or those matching the filters',
+          description: [
+            'The whole catalogue in one array, streamed. For large catalogues use the paginated v2 listing.',
+            '',
+            'With `barcode` or `search`, only the matching products, in pk order (`[]` when none match).',
+          ].join('\n'),
           tags: ['v1'],
-          response: { 200: jsonResponse('Every product, ordered by pk.', ProductListSchema), 503: STORE_UNAVAILABLE },
+          querystring: FILTER_QUERY,
+          response: {
+            200: jsonResponse('Every product (or every match), ordered by pk.', ProductListSchema),
+            400: problemResponse('A filter is not valid; `errors` names it.'),
+            503: STORE_UNAVAILABLE,
+          },
         },
+        // FILTER_QUERY documents the filters; productFilter checks them with messages naming the parameter.
+        validatorCompiler: () => (value: unknown) => ({ value }),
       },
       handler: async (request, reply) => {
+        const filter = productFilter(requestAddress(request).params);
         reply.type('application/json; charset=utf-8');
         addVary(reply, 'Accept-Encoding');
+        // Matches are read per request (an index lookup), neither cached nor compressed.
+        if (hasFilter(filter)) {
+          // HEAD too reads the matches, so that its headers are GET's (Node sends no body for HEAD).
+          const firstMatches = await store.listFilteredAfter(filter, 0, LIST_BATCH);
+          // Most filtered lists (every barcode lookup) fit one batch: one write, no stream.
+          if (firstMatches.length < LIST_BATCH) return reply.send(`[${firstMatches.map((p) => JSON.stringify(productWire(p))).join(',')}]`);
+          return reply.send(Readable.from(streamList((after) => store.listFilteredAfter(filter, after, LIST_BATCH), firstMatches), { highWaterMark: 2 }));
+        }
         // HEAD needs only the headers (the same as GET's: chunked, no length); do not read the products,
         // but do reach the database, so that an unreachable one is still a 503, for HEAD too.
         if (request.method === 'HEAD') {
@@ -103,7 +125,7 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
                 if ((await store.cacheGeneration()) === generation) lists.set(generation, key, { text, count, encoded: {} });
               };
         // Few chunks in flight per response: memory per slow client stays near one batch.
-        const body = Readable.from(streamList(store, firstBatch, keep), { highWaterMark: 2 });
+        const body = Readable.from(streamList((after) => store.listProductsAfter(after, LIST_BATCH), firstBatch, keep), { highWaterMark: 2 });
         if (coding === undefined || count < LIST_COMPRESS_MIN_PRODUCTS) return reply.send(body);
         reply.header('Content-Encoding', coding);
         return reply.send(compressStream(body, coding));
@@ -231,7 +253,11 @@ function parsePk(text: string): number {
  * database connection is needed, whatever the catalogue's size. `whole`, when given, receives the
  * complete text once the last chunk is out.
  */
-async function* streamList(store: CatalogueStore, firstBatch: readonly Product[], whole?: (text: string) => Promise<void>): AsyncGenerator<string> {
+async function* streamList(
+  nextBatch: (afterPk: number) => Promise<Product[]>,
+  firstBatch: readonly Product[],
+  whole?: (text: string) => Promise<void>,
+): AsyncGenerator<string> {
   const chunks: string[] | undefined = whole === undefined ? undefined : [];
   const emit = (chunk: string): string => {
     chunks?.push(chunk);
@@ -248,7 +274,7 @@ async function* streamList(store: CatalogueStore, firstBatch: readonly Product[]
     }
     yield emit(chunk);
     if (batch.length < LIST_BATCH) break;
-    batch = await store.listProductsAfter(batch[batch.length - 1]!.pk, LIST_BATCH);
+    batch = await nextBatch(batch[batch.length - 1]!.pk);
   }
   yield emit(']');
   if (whole !== undefined && chunks !== undefined) await whole(chunks.join(''));

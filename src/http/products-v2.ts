@@ -18,6 +18,8 @@ import { ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from '.
 import type { PageWire } from './schemas.js';
 import { requestAddress, type RequestAddress } from './request-address.js';
 import { pageItemWire } from './wire.js';
+import { FILTER_PARAMETERS, hasFilter, productFilter } from './filters.js';
+import type { FieldErrors } from '../catalogue/product.js';
 
 /** Memory for serialized pages of the current revision (about 4,000 pages of 100). */
 const PAGE_CACHE_BYTES = 32 * 1024 * 1024;
@@ -37,6 +39,7 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
   const querystring =
     pagination === 'limit-offset'
       ? Type.Object({
+          ...FILTER_PARAMETERS,
           limit: Type.Optional(
             Type.String({
               description: `Items in this page: a whole number ≥ 1 in plain digits; default ${options.pageSize}; above ${options.maxLimit} it is lowered to ${options.maxLimit}, and the links carry ${options.maxLimit}.`,
@@ -48,6 +51,7 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
           ),
         })
       : Type.Object({
+          ...FILTER_PARAMETERS,
           page: Type.Optional(
             Type.String({
               description: `Page number (${PAGE_NUMBER_SIZE} products a page, fixed; \`page_size\` is ignored): a whole number ≥ 1 in plain digits, or "last"; absent or empty: 1.`,
@@ -75,6 +79,8 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
             `This deployment pages by ${pagination === 'limit-offset' ? '`limit` and `offset`' : '`page` number'} (setting PAGINATION; the other style is \`${pagination === 'limit-offset' ? 'page-number' : 'limit-offset'}\`).`,
             '`next` and `previous` are absolute URLs that keep the other query parameters, or null. Unknown parameters are ignored.',
             '',
+            'With `barcode` or `search`, `count` is the number of matching products and `results` a page of them in pk order; the links keep the filters.',
+            '',
             '*(decided)* A parameter that is not a whole number in range, in plain decimal digits (`limit=abc`, `limit=0`, `limit=1e2`, `offset=-1`, `page=1.5`), is a 400 naming the parameter rather than a silent fallback.',
           ].join('\n'),
           tags: ['v2'],
@@ -82,7 +88,7 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
           response: {
             200: jsonResponse('One page; `results` hold exactly name, price and barcode, in pk order.', Type.Ref('Page'), { ETag: ETAG_HEADER }),
             304: { description: 'Not modified: the ETag in If-None-Match is still current. No body.', type: 'null' },
-            400: problemResponse('A paging parameter is not valid; `errors` names it.'),
+            400: problemResponse('A paging parameter or a filter is not valid; `errors` names each one.'),
             ...(pagination === 'page-number' ? { 404: problemResponse('The page is past the last page.') } : {}),
             503: STORE_UNAVAILABLE,
           },
@@ -98,8 +104,15 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
 
         const address = requestAddress(request);
         const pageRequest = pagination === 'limit-offset' ? limitOffsetRequest(address.params, options) : pageNumberRequest(address.params);
-        const window = pageRequest.window(count);
-        const page = await store.readPage(window.offset, window.limit);
+        const filter = productFilter(address.params, pageRequest.errors, pagination === 'limit-offset' ? 'The page parameters are not valid.' : 'The page parameter is not valid.');
+        let page: ProductPage;
+        if (hasFilter(filter)) {
+          const window = await pageRequest.window(() => store.countMatching(filter), false);
+          page = await store.readFilteredPage(filter, window.offset, window.limit);
+        } else {
+          const window = await pageRequest.window(async () => count, true);
+          page = await store.readPage(window.offset, window.limit);
+        }
         const tagged = tagBody(serializeOk(reply, pageRequest.body(page, address)));
         if (key !== undefined) cache.set(generation, key, tagged);
         return sendTagged(request, reply, tagged);
@@ -119,18 +132,35 @@ function cacheKey(request: FastifyRequest): string | undefined {
 
 /** One style's reading of a page request: which rows it needs, and the page built from them. */
 interface PageRequest {
-  /** The rows to read, given the count just read (page-number style needs it for `last`). */
-  window(count: number): { offset: number; limit: number };
+  /** The paging parameters' errors, reported together with the filters'. */
+  readonly errors: FieldErrors;
+  /**
+   * The rows to read. Page-number style needs the count for `last`, and reads it otherwise only when
+   * `countIsCheap`; past the last page the rows read are empty and `body` decides on the 404.
+   */
+  window(count: () => Promise<number>, countIsCheap: boolean): Promise<{ offset: number; limit: number }>;
   /** @throws HttpProblem 404 when the page does not exist at the count read with the rows. */
   body(page: ProductPage, address: RequestAddress): PageWire;
 }
 
+/** A request whose paging parameters are bad: its errors go out with the filters' in one 400. */
+function invalidPaging(errors: FieldErrors): PageRequest {
+  return {
+    errors,
+    window: () => Promise.reject(new Error('Invalid paging parameters were not refused.')),
+    body: () => {
+      throw new Error('Invalid paging parameters were not refused.');
+    },
+  };
+}
+
 function limitOffsetRequest(params: URLSearchParams, options: ProductsV2Options): PageRequest {
   const parsed = parseLimitOffset(params, options.pageSize, options.maxLimit);
-  if (!parsed.ok) throw new HttpProblem(400, 'The page parameters are not valid.', { errors: parsed.errors });
+  if (!parsed.ok) return invalidPaging(parsed.errors);
   const { limit, offset } = parsed.value;
   return {
-    window: () => ({ offset, limit }),
+    errors: {},
+    window: async () => ({ offset, limit }),
     body: (page, { base, path }) => ({
       count: page.count,
       ...limitOffsetLinks(base, path, params, parsed.value, page.count),
@@ -141,16 +171,19 @@ function limitOffsetRequest(params: URLSearchParams, options: ProductsV2Options)
 
 function pageNumberRequest(params: URLSearchParams): PageRequest {
   const parsed = parsePage(params);
-  if (!parsed.ok) throw new HttpProblem(400, 'The page parameter is not valid.', { errors: parsed.errors });
+  if (!parsed.ok) return invalidPaging(parsed.errors);
   const pageFor = (count: number): { page: number; lastPage: number } => {
     const lastPage = Math.max(1, Math.ceil(count / PAGE_NUMBER_SIZE));
     return { page: parsed.value === 'last' ? lastPage : parsed.value, lastPage };
   };
   return {
-    window: (count) => {
+    errors: {},
+    window: async (count, countIsCheap) => {
+      if (parsed.value !== 'last' && !countIsCheap) return { offset: (parsed.value - 1) * PAGE_NUMBER_SIZE, limit: PAGE_NUMBER_SIZE };
       // A page past the last reads nothing; its 404 is decided with the rows' own count.
-      const { page, lastPage } = pageFor(count);
-      return page > lastPage ? { offset: count, limit: 1 } : { offset: (page - 1) * PAGE_NUMBER_SIZE, limit: PAGE_NUMBER_SIZE };
+      const total = await count();
+      const { page, lastPage } = pageFor(total);
+      return page > lastPage ? { offset: total, limit: 1 } : { offset: (page - 1) * PAGE_NUMBER_SIZE, limit: PAGE_NUMBER_SIZE };
     },
     body: (rows, { base, path }) => {
       const { page, lastPage } = pageFor(rows.count);

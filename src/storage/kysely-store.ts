@@ -2,10 +2,14 @@ import { sql, type CompiledQuery, type Kysely, type Selectable } from 'kysely';
 import type { NewProduct, Product } from '../catalogue/product.js';
 import { DuplicateBarcodeError, StoreUnavailableError } from '../catalogue/errors.js';
 import type { CatalogueStore, CatalogueSummary, IdempotencyRecord, KeyedCreation, PoolStats, PriceListOutcome, ProductPage } from './store.js';
-import type { Database, ProductTable } from './schema.js';
+import type { Database, DialectKind, ProductTable } from './schema.js';
+import { foldForSearch, type ProductFilter } from '../catalogue/search.js';
+import { filterSource, foldPendingNames, type FilterSource } from './search-index.js';
 
 /** What differs between databases once the queries are shared: how their errors read. */
 export interface DialectErrors {
+  /** Which database it is, for the few statements written per database (search). */
+  readonly kind: DialectKind;
   isUniqueViolation(error: unknown): boolean;
   isConnectionFailure(error: unknown): boolean;
 }
@@ -59,6 +63,8 @@ export class KyselyCatalogueStore implements CatalogueStore {
   #generation = 0;
   /** What the change signal (or, negated, the revision) last said. */
   #lastSeen: number | undefined;
+  /** The last search that reads every folded name; the next one waits for it. */
+  #fullReads: Promise<unknown> = Promise.resolve();
 
   constructor(db: Kysely<Database>, errors: DialectErrors, options: KyselyStoreOptions = {}) {
     this.#db = db;
@@ -108,11 +114,12 @@ export class KyselyCatalogueStore implements CatalogueStore {
       // index is checked), so pks come out the same on every database. The index still decides races.
       const row = await this.#db
         .insertInto('product')
-        .columns(['name', 'barcode', 'price_cents'])
+        .columns(['name', 'name_folded', 'barcode', 'price_cents'])
         .expression(
           this.#db
             .selectNoFrom((eb) => [
               eb.cast<string>(eb.val(product.name), 'text').as('name'),
+              eb.cast<string>(eb.val(foldForSearch(product.name)), 'text').as('name_folded'),
               eb.cast<string>(eb.val(product.barcode), 'text').as('barcode'),
               eb.cast<number>(eb.val(product.priceCents), 'bigint').as('price_cents'),
             ])
@@ -182,6 +189,65 @@ export class KyselyCatalogueStore implements CatalogueStore {
     return rows.map(toProduct);
   }
 
+  async readFilteredPage(filter: ProductFilter, offset: number, limit: number): Promise<ProductPage> {
+    await this.foldPendingNames();
+    const source = filterSource(filter, this.#errors.kind);
+    // One statement, so that the count, the revision and the page come from one snapshot everywhere.
+    const { rows } = await this.#search(source, () =>
+      sql<PageRow>`
+        SELECT c.match_count AS product_count, s.revision, p.pk, p.name, p.barcode, p.price_cents
+        FROM (${sql.raw(STATE_SUMS)}) s
+        CROSS JOIN (SELECT count(*) AS match_count FROM ${source.count}) c
+        LEFT JOIN (
+          SELECT product.pk, product.name, product.barcode, product.price_cents FROM ${source.from}
+          WHERE ${source.where} ORDER BY ${source.order} LIMIT ${limit} OFFSET ${offset}
+        ) p ON 1 = 1
+        ORDER BY p.pk`.execute(this.#db),
+    );
+    const first = rows[0];
+    if (first === undefined || first.product_count === null) throw new Error(MISSING_STATE);
+    const products = first.pk === null ? [] : rows.map((row) => toProduct(row as ProductRow));
+    return { count: Number(first.product_count), revision: Number(first.revision), products };
+  }
+
+  async countMatching(filter: ProductFilter): Promise<number> {
+    await this.foldPendingNames();
+    const source = filterSource(filter, this.#errors.kind);
+    const { rows } = await this.#search(source, () => sql<{ n: number | string }>`SELECT count(*) AS n FROM ${source.count}`.execute(this.#db));
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  async listFilteredAfter(filter: ProductFilter, afterPk: number, limit: number): Promise<Product[]> {
+    await this.foldPendingNames();
+    const source = filterSource(filter, this.#errors.kind);
+    const { rows } = await this.#search(source, () =>
+      sql<ProductRow>`
+        SELECT product.pk, product.name, product.barcode, product.price_cents FROM ${source.from}
+        WHERE ${source.where} AND ${source.pk} > ${afterPk} ORDER BY ${source.order} LIMIT ${limit}`.execute(this.#db),
+    );
+    return rows.map(toProduct);
+  }
+
+  /**
+   * Runs a search's statement. Those that read every folded name (texts too short for a trigram) run
+   * one at a time per store, so that many broad searches at once queue here instead of taking every
+   * connection (PostgreSQL) or the one thread (SQLite) from the other requests.
+   */
+  async #search<T>(source: FilterSource, query: () => Promise<T>): Promise<T> {
+    if (!source.readsEveryName) return this.#run(query);
+    const turn = this.#fullReads.then(() => this.#run(query));
+    this.#fullReads = turn.catch(() => undefined);
+    return turn;
+  }
+
+  /**
+   * Folds the names written without a folded copy (plain SQL) before a search reads the index; the
+   * partial index on the missing copies makes this one index probe when there are none.
+   */
+  async foldPendingNames(): Promise<number> {
+    return this.#run(() => foldPendingNames(this.#db as unknown as Kysely<unknown>, this.#errors.kind));
+  }
+
   async findKeyedCreation(key: string, notBefore: Date): Promise<KeyedCreation | undefined> {
     const row = await this.#run(() =>
       this.#db
@@ -210,7 +276,7 @@ export class KyselyCatalogueStore implements CatalogueStore {
         await trx.deleteFrom('idempotency_key').where('created_at', '<', expiredBefore.getTime()).execute();
         const row = await trx
           .insertInto('product')
-          .values({ name: product.name, barcode: product.barcode, price_cents: product.priceCents })
+          .values({ name: product.name, name_folded: foldForSearch(product.name), barcode: product.barcode, price_cents: product.priceCents })
           .returning(['pk', 'name', 'barcode', 'price_cents'])
           .executeTakeFirstOrThrow();
         await trx
@@ -253,7 +319,7 @@ export class KyselyCatalogueStore implements CatalogueStore {
             chunk = batch.slice(start, start + ROWS_PER_STATEMENT);
             await trx
               .insertInto('product')
-              .values(chunk.map((p) => ({ name: p.name, barcode: p.barcode, price_cents: p.priceCents })))
+              .values(chunk.map((p) => ({ name: p.name, name_folded: foldForSearch(p.name), barcode: p.barcode, price_cents: p.priceCents })))
               .execute();
             stored += chunk.length;
           }
@@ -284,12 +350,12 @@ export class KyselyCatalogueStore implements CatalogueStore {
         for await (const batch of batches) {
           for (let start = 0; start < batch.length; start += ROWS_PER_STATEMENT) {
             chunk = batch.slice(start, start + ROWS_PER_STATEMENT);
-            const withList = trx.with('price_list(ord, barcode, name, price_cents)', () => priceListRows(chunk, listed));
+            const withList = trx.with('price_list(ord, barcode, name, name_folded, price_cents)', () => priceListRows(chunk, listed));
             // The first statement writes, so it takes SQLite's write lock at once, before anything is read.
             const updated = await withList
               .updateTable('product')
               .from('price_list')
-              .set((eb) => ({ name: eb.ref('price_list.name'), price_cents: eb.ref('price_list.price_cents') }))
+              .set((eb) => ({ name: eb.ref('price_list.name'), name_folded: eb.ref('price_list.name_folded'), price_cents: eb.ref('price_list.price_cents') }))
               .whereRef('product.barcode', '=', 'price_list.barcode')
               .where((eb) => eb.or([eb('product.name', '<>', eb.ref('price_list.name')), eb('product.price_cents', '<>', eb.ref('price_list.price_cents'))]))
               .executeTakeFirstOrThrow();
@@ -297,11 +363,11 @@ export class KyselyCatalogueStore implements CatalogueStore {
             if (listed === 0) await createNewProductTable(trx);
             await withList
               .insertInto('new_product')
-              .columns(['ord', 'name', 'barcode', 'price_cents'])
+              .columns(['ord', 'name', 'name_folded', 'barcode', 'price_cents'])
               .expression((eb) =>
                 eb
                   .selectFrom('price_list')
-                  .select(['price_list.ord', 'price_list.name', 'price_list.barcode', 'price_list.price_cents'])
+                  .select(['price_list.ord', 'price_list.name', 'price_list.name_folded', 'price_list.barcode', 'price_list.price_cents'])
                   .where(({ not, exists, selectFrom }) =>
                     not(exists(selectFrom('product').select('product.pk').whereRef('product.barcode', '=', 'price_list.barcode'))),
                   ),
@@ -317,8 +383,8 @@ export class KyselyCatalogueStore implements CatalogueStore {
         // would draw one for each on PostgreSQL). So pks come out the same on every database.
         const inserted = await trx
           .insertInto('product')
-          .columns(['name', 'barcode', 'price_cents'])
-          .expression((eb) => eb.selectFrom('new_product').select(['name', 'barcode', 'price_cents']).orderBy('ord'))
+          .columns(['name', 'name_folded', 'barcode', 'price_cents'])
+          .expression((eb) => eb.selectFrom('new_product').select(['name', 'name_folded', 'barcode', 'price_cents']).orderBy('ord'))
           .executeTakeFirstOrThrow();
         await trx.schema.dropTable('new_product').execute();
         const added = Number(inserted.numInsertedOrUpdatedRows ?? 0);
@@ -398,15 +464,17 @@ function pageQuery(offset: number, limit: number) {
  */
 function priceListRows(products: readonly NewProduct[], firstOrd: number) {
   const rows = products.map(
-    (p, i) => sql`(${sql.lit(firstOrd + i)}, cast(${p.barcode} as text), cast(${p.name} as text), cast(${p.priceCents} as bigint))`,
+    (p, i) =>
+      sql`(${sql.lit(firstOrd + i)}, cast(${p.barcode} as text), cast(${p.name} as text), cast(${foldForSearch(p.name)} as text), cast(${p.priceCents} as bigint))`,
   );
-  return sql<{ ord: number; barcode: string; name: string; price_cents: number }>`(values ${sql.join(rows)})`;
+  return sql<{ ord: number; barcode: string; name: string; name_folded: string; price_cents: number }>`(values ${sql.join(rows)})`;
 }
 
 /** Products of a price list waiting to be added, by their place in the list. */
 interface NewProductRow {
   ord: number;
   name: string;
+  name_folded: string;
   barcode: string;
   price_cents: number;
 }
@@ -418,6 +486,7 @@ async function createNewProductTable(trx: Kysely<Database & { new_product: NewPr
     .temporary()
     .addColumn('ord', 'bigint', (col) => col.notNull())
     .addColumn('name', 'text', (col) => col.notNull())
+    .addColumn('name_folded', 'text', (col) => col.notNull())
     .addColumn('barcode', 'text', (col) => col.notNull())
     .addColumn('price_cents', 'bigint', (col) => col.notNull())
     .execute();

@@ -1,5 +1,6 @@
 import { DEFAULT_MIGRATION_TABLE, Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import type { DialectKind } from './schema.js';
+import { foldPendingNames } from './search-index.js';
 
 /**
  * The schema's history, oldest first. Each step is written once and adapts only the column
@@ -90,6 +91,38 @@ function migrationsFor(dialect: DialectKind): Record<string, Migration> {
         await sql.raw('DROP FUNCTION IF EXISTS catalogue_change_notice()').execute(db);
       },
     },
+    '0005_product_search': {
+      // A folded copy of each name (see foldForSearch) and a trigram index over it. The copy is written
+      // by the store, in JavaScript, so that folding is the same on every database; a name changed by
+      // any other writer (plain SQL) has its copy cleared by a trigger, and the store folds cleared
+      // copies again before it searches. The partial index finds them without a scan.
+      async up(db: Kysely<unknown>): Promise<void> {
+        await db.schema.alterTable('product').addColumn('name_folded', 'text').execute();
+        await sql.raw('CREATE INDEX product_unfolded ON product (pk) WHERE name_folded IS NULL').execute(db);
+        if (dialect === 'sqlite') {
+          for (const statement of SQLITE_SEARCH) await sql.raw(statement).execute(db);
+        } else {
+          const trgm = await trigramSchema(db);
+          for (const statement of POSTGRES_SEARCH) await sql.raw(statement).execute(db);
+          await sql.raw(`CREATE INDEX product_name_folded_trgm ON product USING gin (name_folded ${quoteIdentifier(trgm)}.gin_trgm_ops)`).execute(db);
+        }
+        await foldPendingNames(db, dialect);
+      },
+      async down(db: Kysely<unknown>): Promise<void> {
+        if (dialect === 'sqlite') {
+          for (const name of ['product_search_insert', 'product_search_delete', 'product_search_update', 'product_name_changed']) {
+            await sql.raw(`DROP TRIGGER IF EXISTS ${name}`).execute(db);
+          }
+          await sql.raw('DROP TABLE IF EXISTS product_search').execute(db);
+        } else {
+          await sql.raw('DROP TRIGGER IF EXISTS product_name_changed ON product').execute(db);
+          await sql.raw('DROP FUNCTION IF EXISTS product_name_changed()').execute(db);
+          await sql.raw('DROP INDEX IF EXISTS product_name_folded_trgm').execute(db);
+        }
+        await sql.raw('DROP INDEX IF EXISTS product_unfolded').execute(db);
+        await db.schema.alterTable('product').dropColumn('name_folded').execute();
+      },
+    },
   };
 }
 
@@ -139,6 +172,61 @@ const POSTGRES_STATE_TRIGGERS = [
   'CREATE TRIGGER product_state_row AFTER INSERT OR UPDATE OR DELETE ON product FOR EACH ROW EXECUTE FUNCTION catalogue_state_bump()',
   'CREATE TRIGGER product_state_truncate AFTER TRUNCATE ON product FOR EACH STATEMENT EXECUTE FUNCTION catalogue_state_bump()',
 ];
+
+// An external-content FTS5 index over name_folded (trigram: any substring of 3 characters or more).
+// The folded text is already lower-case, so the tokenizer must not fold again.
+const SQLITE_SEARCH = [
+  `CREATE VIRTUAL TABLE product_search USING fts5(name_folded, content='product', content_rowid='pk', tokenize='trigram case_sensitive 1')`,
+  `CREATE TRIGGER product_search_insert AFTER INSERT ON product WHEN new.name_folded IS NOT NULL BEGIN
+     INSERT INTO product_search (rowid, name_folded) VALUES (new.pk, new.name_folded);
+   END`,
+  `CREATE TRIGGER product_search_delete AFTER DELETE ON product WHEN old.name_folded IS NOT NULL BEGIN
+     INSERT INTO product_search (product_search, rowid, name_folded) VALUES ('delete', old.pk, old.name_folded);
+   END`,
+  `CREATE TRIGGER product_search_update AFTER UPDATE OF name_folded ON product BEGIN
+     INSERT INTO product_search (product_search, rowid, name_folded) SELECT 'delete', old.pk, old.name_folded WHERE old.name_folded IS NOT NULL;
+     INSERT INTO product_search (rowid, name_folded) SELECT new.pk, new.name_folded WHERE new.name_folded IS NOT NULL;
+   END`,
+  // A name changed without its folded copy (plain SQL): clear the copy, so the store folds it again.
+  `CREATE TRIGGER product_name_changed AFTER UPDATE OF name ON product
+     WHEN new.name IS NOT old.name AND new.name_folded IS old.name_folded AND new.name_folded IS NOT NULL BEGIN
+     UPDATE product SET name_folded = NULL WHERE pk = new.pk;
+   END`,
+];
+
+const POSTGRES_SEARCH = [
+  `CREATE FUNCTION product_name_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     IF NEW.name IS DISTINCT FROM OLD.name AND NEW.name_folded IS NOT DISTINCT FROM OLD.name_folded THEN
+       NEW.name_folded := NULL;
+     END IF;
+     RETURN NEW;
+   END $$`,
+  'CREATE TRIGGER product_name_changed BEFORE UPDATE OF name ON product FOR EACH ROW EXECUTE FUNCTION product_name_changed()',
+];
+
+/**
+ * The schema holding pg_trgm, created when missing. It goes to `public` when that exists, so that it
+ * outlives any one catalogue's schema (dropping a schema drops the extensions created in it).
+ * Creating an extension needs the CREATE privilege on the database (superuser before PostgreSQL 13).
+ */
+async function trigramSchema(db: Kysely<unknown>): Promise<string> {
+  const find = async (): Promise<string | undefined> => {
+    const { rows } = await sql<{ schema: string }>`SELECT n.nspname AS schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'`.execute(db);
+    return rows[0]?.schema;
+  };
+  const existing = await find();
+  if (existing !== undefined) return existing;
+  const { rows } = await sql<{ found: boolean }>`SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = 'public') AS found`.execute(db);
+  await sql.raw(`CREATE EXTENSION IF NOT EXISTS pg_trgm${rows[0]?.found === true ? ' SCHEMA public' : ''}`).execute(db);
+  const created = await find();
+  if (created === undefined) throw new Error('The pg_trgm extension could not be created.');
+  return created;
+}
+
+function quoteIdentifier(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
 
 class InCodeMigrations implements MigrationProvider {
   readonly #dialect: DialectKind;

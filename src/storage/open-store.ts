@@ -31,13 +31,22 @@ export async function openStore(location: DatabaseLocation, options: StoreOption
     // Migrating may outlast a request's time limits, or wait that long for another instance that
     // migrates, so it runs on connections of its own; the store's connections keep their limits.
     await migrateStore(location);
-    return connect(location, options, 'serve').store;
+    const { store } = connect(location, options, 'serve');
+    try {
+      await store.foldPendingNames();
+    } catch (error) {
+      await store.close().catch(() => undefined);
+      throw error;
+    }
+    return store;
   }
   // One connection for both on SQLite: a `:memory:` database exists only on the connection that made it.
   const { db, store } = connect(location, options, 'serve');
   try {
     if (migrate) await migrateToLatest(db as unknown as Kysely<unknown>, location.kind);
     else await assertSchemaCurrent(db as unknown as Kysely<unknown>, location.kind);
+    // Names bulk-loaded with plain SQL are folded now rather than by the first search.
+    await store.foldPendingNames();
   } catch (error) {
     await store.close().catch(() => undefined);
     throw error;
@@ -62,7 +71,7 @@ function connect(
   location: DatabaseLocation,
   options: StoreOptions,
   purpose: 'serve' | 'migrate',
-): { db: Kysely<Database>; store: CatalogueStore } {
+): { db: Kysely<Database>; store: KyselyCatalogueStore } {
   if (location.kind === 'sqlite') {
     const { db, fastPaths, changes } = openSqlite(location.path);
     return { db, store: new KyselyCatalogueStore(db, sqliteErrors, { fastPaths, changes }) };

@@ -17,6 +17,8 @@ export interface CatalogueStateTable {
 export interface ProductTable {
   pk: Generated<number>;
   name: string;
+  /** The name folded for search (foldForSearch); NULL until the store folds a name plain SQL wrote. */
+  name_folded: string | null;
   barcode: string;
   /** Exact money: integer cents (bigint on PostgreSQL, INTEGER on SQLite). */
   price_cents: number | string | bigint;

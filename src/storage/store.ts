@@ -1,4 +1,5 @@
 import type { NewProduct, Product } from '../catalogue/product.js';
+import type { ProductFilter } from '../catalogue/search.js';
 
 /** The catalogue's size and its revision: a number every write to the catalogue increases. */
 export interface CatalogueSummary {
@@ -57,6 +58,19 @@ export interface CatalogueStore {
 
   /** Up to `limit` products whose `pk` is greater than `afterPk`, in `pk` order (keyset paging). */
   listProductsAfter(afterPk: number, limit: number): Promise<Product[]>;
+
+  /**
+   * Up to `limit` products matching `filter` after skipping `offset` matches, in `pk` order, with the
+   * number of matches (as `count`) and the revision, all from one snapshot. Answered from the barcode
+   * and trigram indexes; a search text shorter than 3 characters reads the folded names.
+   */
+  readFilteredPage(filter: ProductFilter, offset: number, limit: number): Promise<ProductPage>;
+
+  /** How many products match `filter`. */
+  countMatching(filter: ProductFilter): Promise<number>;
+
+  /** Up to `limit` products matching `filter` whose `pk` is greater than `afterPk`, in `pk` order. */
+  listFilteredAfter(filter: ProductFilter, afterPk: number, limit: number): Promise<Product[]>;
 
   /**
    * The creation an idempotency key recorded no earlier than `notBefore`, or `undefined`.

@@ -47,7 +47,52 @@ const ui = {
   openPk: byId('open-pk', HTMLInputElement),
   openError: byId('open-error', HTMLElement),
   detail: byId('detail', HTMLElement),
+  searchForm: byId('search-form', HTMLFormElement),
+  search: byId('search', HTMLInputElement),
+  searchError: byId('search-error', HTMLElement),
+  searchClear: byId('search-clear', HTMLButtonElement),
 };
+
+/** The listing's parameters the page keeps in its own address, so that reload and Back show the same. */
+const STATE_PARAMETERS = ['barcode', 'search', 'limit', 'offset', 'page'] as const;
+
+/** The listing's address for the state in the page's own address (`?search=...&offset=...`). */
+function listingFromLocation(): string {
+  const own = new URLSearchParams(location.search);
+  const params = new URLSearchParams();
+  for (const name of STATE_PARAMETERS) {
+    const value = own.get(name);
+    if (value !== null && value !== '') params.set(name, value);
+  }
+  params.sort();
+  const query = params.toString();
+  return query === '' ? FIRST_PAGE : `${FIRST_PAGE}?${query}`;
+}
+
+/** Writes the listing's state into the page's address: a new history entry, so Back returns to it. */
+function rememberListing(url: string): void {
+  const query = new URL(url, location.href).search;
+  if (query !== location.search) history.pushState(null, '', `${location.pathname}${query}`);
+}
+
+/** The filter the search box's text asks for: 12 or 13 digits are a scanned barcode, anything else a name. */
+function filterOf(text: string): string {
+  const trimmed = text.trim();
+  if (trimmed === '') return '';
+  return /^[0-9]{12,13}$/.test(trimmed) ? `barcode=${trimmed}` : `search=${encodeURIComponent(trimmed)}`;
+}
+
+/** Puts the filter of the listing at `url` into the search box. */
+function showFilter(url: string): void {
+  const params = new URL(url, location.href).searchParams;
+  ui.search.value = params.get('barcode') ?? params.get('search') ?? '';
+  ui.searchClear.hidden = ui.search.value === '';
+}
+
+function isFiltered(): boolean {
+  const params = new URL(view.url, location.href).searchParams;
+  return params.has('barcode') || params.has('search');
+}
 
 /** What the table shows: the page's own address and the position of its first row in the catalogue. */
 interface View {
@@ -90,11 +135,20 @@ function startOf(url: string, page: Page, counted: number): number {
   if (offset !== null && /^[0-9]+$/.test(offset)) return Number(offset);
   if (params.get('page') === 'last') return Math.max(0, page.count - page.results.length);
   if (!params.has('page')) return 0;
+  // A reload or Back lands on a page without having counted: a full page's size gives its place, and
+  // the last page ends at the count.
+  const number = params.get('page') ?? '';
+  if (/^[0-9]+$/.test(number) && counted === 0) {
+    return page.next === null ? Math.max(0, page.count - page.results.length) : (Number(number) - 1) * page.results.length;
+  }
   return counted;
 }
 
-/** Loads and shows the page at `url`. `counted` is the first row's position when the URL does not say. */
-async function showPage(url: string, counted: number, highlight?: string): Promise<boolean> {
+/**
+ * Loads and shows the page at `url`. `counted` is the first row's position when the URL does not say.
+ * Unless `remember` is false (the address already says it), the page's address follows.
+ */
+async function showPage(url: string, counted: number, highlight?: string, remember = true): Promise<boolean> {
   let response: Response;
   try {
     response = await fetch(url, { headers: { Accept: 'application/json' } });
@@ -103,11 +157,21 @@ async function showPage(url: string, counted: number, highlight?: string): Promi
     return false;
   }
   if (!response.ok) {
-    showMessage(ui.listMessage, problemText(await readJson<Problem>(response), response), 'error');
+    const problem = await readJson<Problem>(response);
+    const searchProblem = problem?.errors?.['search'] ?? problem?.errors?.['barcode'];
+    if (searchProblem !== undefined) {
+      ui.searchError.textContent = searchProblem.join(' ');
+      ui.search.setAttribute('aria-invalid', 'true');
+    } else {
+      showMessage(ui.listMessage, problemText(problem, response), 'error');
+    }
     return false;
   }
   const page = (await readJson<Page>(response))!;
   hideMessage(ui.listMessage);
+  ui.searchError.textContent = '';
+  ui.search.removeAttribute('aria-invalid');
+  if (remember) rememberListing(url);
   view.url = url;
   view.page = page;
   view.start = startOf(url, page, counted);
@@ -126,7 +190,7 @@ function renderRows(items: readonly PageItem[], highlight: string | undefined): 
   });
   if (rows.length === 0) {
     const row = document.createElement('tr');
-    const empty = cell('No products yet. Add the first one with the form.', 'empty');
+    const empty = cell(isFiltered() ? 'No product matches. Try part of the name, or another barcode.' : 'No products yet. Add the first one with the form.', 'empty');
     empty.colSpan = 3;
     row.append(empty);
     rows.push(row);
@@ -142,7 +206,8 @@ function cell(text: string, className?: string): HTMLTableCellElement {
 }
 
 function renderPager(page: Page): void {
-  ui.count.textContent = page.count === 1 ? '1 product' : `${page.count.toLocaleString()} products`;
+  const products = page.count === 1 ? '1 product' : `${page.count.toLocaleString()} products`;
+  ui.count.textContent = isFiltered() ? `${products} found` : products;
   ui.previous.disabled = page.previous === null;
   ui.next.disabled = page.next === null;
   if (page.results.length === 0) {
@@ -300,4 +365,23 @@ ui.previous.addEventListener('click', () => void follow('previous'));
 ui.next.addEventListener('click', () => void follow('next'));
 ui.addForm.addEventListener('submit', (event) => void addProduct(event));
 ui.openForm.addEventListener('submit', (event) => void openProduct(event));
-void showPage(FIRST_PAGE, 0);
+ui.searchForm.addEventListener('submit', (event) => {
+  event.preventDefault();
+  const filter = filterOf(ui.search.value);
+  ui.searchClear.hidden = filter === '';
+  void showPage(filter === '' ? FIRST_PAGE : `${FIRST_PAGE}?${filter}`, 0);
+});
+ui.searchClear.addEventListener('click', () => {
+  ui.search.value = '';
+  ui.searchClear.hidden = true;
+  void showPage(FIRST_PAGE, 0).then(() => ui.search.focus());
+});
+// Back and Forward: show the listing the address now names, without adding to the history.
+window.addEventListener('popstate', () => {
+  const url = listingFromLocation();
+  showFilter(url);
+  void showPage(url, 0, undefined, false);
+});
+const initial = listingFromLocation();
+showFilter(initial);
+void showPage(initial, 0, undefined, false);

@@ -97,6 +97,55 @@ describe('the catalogue in Chromium', { skip: browserSkip }, () => {
         await page.close();
       });
 
+      test('finds by part of a name or a scanned barcode, with the search in the address for reload and Back', async () => {
+        const page = await openPage();
+        const search = page.getByLabel('Find a product');
+        await search.fill('OLIVE');
+        await search.press('Enter');
+        await page.locator('#count', { hasText: 'found' }).waitFor();
+        assert.deepEqual(await rowNames(page), ['Extra virgin olive oil 750 ml']);
+        assert.equal(await page.locator('#count').textContent(), '1 product found');
+        assert.equal(new URL(page.url()).search, '?search=OLIVE');
+        await shot(page, '5-search');
+
+        await page.reload();
+        await page.locator('#count', { hasText: 'found' }).waitFor();
+        assert.deepEqual(await rowNames(page), ['Extra virgin olive oil 750 ml']);
+        assert.equal(await search.inputValue(), 'OLIVE');
+
+        const sourdough = (await listAll(server.url))[2]!;
+        await search.fill(` ${sourdough.barcode} `);
+        await page.getByRole('button', { name: 'Find' }).click();
+        await page.waitForURL((url) => url.search === `?barcode=${sourdough.barcode}`);
+        await page.locator('#products tbody tr td:first-child', { hasText: 'Sourdough loaf' }).waitFor();
+        assert.deepEqual(await rowNames(page), ['Sourdough loaf']);
+
+        await page.goBack();
+        await page.locator('#products tbody tr td:first-child', { hasText: 'olive' }).waitFor();
+        assert.equal(await search.inputValue(), 'OLIVE');
+
+        // Matches over more than one page: the page is kept in the address too.
+        const matches = GOODS.slice(0, style.seeded).filter(([name]) => name.toLowerCase().includes('e'));
+        await search.fill('e');
+        await search.press('Enter');
+        await page.locator('#count', { hasText: `${matches.length} products found` }).waitFor();
+        await page.locator('#next').click();
+        await page.locator('#page-indicator', { hasText: 'Page 2' }).waitFor();
+        const second = matches.slice(style.pageSize, 2 * style.pageSize).map(([name]) => name);
+        assert.deepEqual(await rowNames(page), second);
+        await page.reload();
+        await page.locator('#page-indicator', { hasText: 'Page 2' }).waitFor();
+        assert.deepEqual(await rowNames(page), second);
+
+        await search.fill('no such thing');
+        await search.press('Enter');
+        await page.locator('#products td.empty', { hasText: 'No product matches' }).waitFor();
+        await page.getByRole('button', { name: 'Show all' }).click();
+        await page.locator('#count', { hasText: `${style.seeded} products` }).waitFor();
+        assert.equal(new URL(page.url()).search, '');
+        await page.close();
+      });
+
       test('opens a product by its number, and says when there is none', async () => {
         const page = await openPage();
         await page.getByLabel('Product number').fill('3');

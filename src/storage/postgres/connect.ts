@@ -153,6 +153,7 @@ const DRIVER_MESSAGES = [
 ];
 
 export const postgresErrors: DialectErrors = {
+  kind: 'postgres',
   isUniqueViolation: (error) => errorCode(error) === '23505',
   isConnectionFailure,
 };

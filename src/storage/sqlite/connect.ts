@@ -98,6 +98,7 @@ function assertWritable(path: string): void {
 }
 
 export const sqliteErrors: DialectErrors = {
+  kind: 'sqlite',
   // better-sqlite3 names the extended result code; node:sqlite gives its number.
   isUniqueViolation: (error) => field(error, 'code') === 'SQLITE_CONSTRAINT_UNIQUE' || field(error, 'errcode') === SQLITE_CONSTRAINT_UNIQUE,
   // An embedded database is never "unreachable"; a busy or broken file is a real error.

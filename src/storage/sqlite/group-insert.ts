@@ -1,6 +1,7 @@
 import type { SqliteConnection, SqliteStatement } from './driver.js';
 import type { NewProduct } from '../../catalogue/product.js';
 import type { ProductTable } from '../schema.js';
+import { foldForSearch } from '../../catalogue/search.js';
 
 /**
  * How often a group waits to see whether a transaction on its connection has ended. Such transactions
@@ -29,7 +30,7 @@ interface Waiting {
  */
 export class GroupInsert {
   readonly #database: SqliteConnection;
-  readonly #insert: SqliteStatement<[string, string, number], InsertedRow>;
+  readonly #insert: SqliteStatement<[string, string, string, number], InsertedRow>;
   readonly #begin: SqliteStatement;
   readonly #commit: SqliteStatement;
   readonly #rollback: SqliteStatement;
@@ -38,7 +39,7 @@ export class GroupInsert {
 
   constructor(database: SqliteConnection) {
     this.#database = database;
-    this.#insert = database.prepare<[string, string, number], InsertedRow>('INSERT INTO product (name, barcode, price_cents) VALUES (?, ?, ?) RETURNING pk, name, barcode, price_cents');
+    this.#insert = database.prepare<[string, string, string, number], InsertedRow>('INSERT INTO product (name, name_folded, barcode, price_cents) VALUES (?, ?, ?, ?) RETURNING pk, name, barcode, price_cents');
     // IMMEDIATE takes the write lock at once, so waiting for another process happens before any insert.
     this.#begin = database.prepare('BEGIN IMMEDIATE');
     this.#commit = database.prepare('COMMIT');
@@ -76,7 +77,7 @@ export class GroupInsert {
       this.#begin.run();
       for (const { product } of group) {
         try {
-          outcomes.push({ row: this.#insert.get(product.name, product.barcode, product.priceCents)! });
+          outcomes.push({ row: this.#insert.get(product.name, foldForSearch(product.name), product.barcode, product.priceCents)! });
         } catch (error) {
           if (!this.#database.inTransaction) throw error;
           outcomes.push({ error });

@@ -1,0 +1,10 @@
+import SqliteDatabase from 'better-sqlite3';
+import { openStore } from '../src/storage/open-store.js';
+const db = new SqliteDatabase('/tmp/scr/m1.db');
+let t = Date.now();
+db.prepare('UPDATE product SET name_folded = NULL WHERE pk <= 100000').run();
+console.log('clear ms', Date.now() - t); db.close();
+t = Date.now();
+const st = await openStore({ kind: 'sqlite', path: '/tmp/scr/m1.db' });
+console.log('fold 100k ms', Date.now() - t);
+await st.close();

@@ -1,0 +1,10 @@
+import { Kysely, sql } from 'kysely';
+import { connectSqlite } from '../src/storage/sqlite/connect.js';
+import { foldPendingNames } from '../src/storage/search-index.js';
+const db = connectSqlite('/tmp/scr/m1.db');
+await sql`UPDATE product SET name_folded = NULL WHERE pk <= 5000`.execute(db);
+const orig = db.executeQuery.bind(db);
+(db as any).executeQuery = async (q: any) => { const t = performance.now(); const r = await orig(q); const ms = performance.now() - t; if (ms > 5) console.log(ms.toFixed(1), q.sql.slice(0, 60)); return r; };
+const t = performance.now();
+console.log(await foldPendingNames(db as unknown as Kysely<unknown>, 'sqlite'), performance.now() - t);
+await db.destroy();
