@@ -10,7 +10,7 @@ import { BODY_LIMIT_BYTES, useStrictJsonBodies } from './http/json-body.js';
 import { TIMEOUTS, useRateLimit } from './http/limits.js';
 import { EXTRA_HTTP_METHODS, clientErrorHandler, frameworkErrors } from './http/low-level-errors.js';
 import { useMetrics } from './http/metrics.js';
-import { useOverloadRefusal } from './http/overload.js';
+import { declareOverloadAnswer, useOverloadRefusal } from './http/overload.js';
 import { productsV1 } from './http/products-v1.js';
 import { useHostCheck } from './http/request-address.js';
 import { useUnreadBodyLimit } from './http/unread-bodies.js';
@@ -85,6 +85,7 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   await useApiDocs(app, { writeToken: config.apiToken !== undefined });
   useSharedSchemas(app);
   // Before everything that costs work, after the hooks that give every answer its id and CORS headers.
+  declareOverloadAnswer(app);
   if (refuseWhenOverloaded) await useOverloadRefusal(app);
   useMetrics(app, cors, store);
   await app.register(health, { store, cors });

@@ -83,7 +83,8 @@ for (const pagination of PAGINATIONS) {
       assert.deepEqual(statuses('/healthz', 'get'), ['200', '400']);
       assert.deepEqual(statuses('/readyz', 'get'), ['200', '400', '503']);
       for (const path of DOCUMENTED_PATHS) {
-        assert.deepEqual(statuses(path, 'options'), ['200', '400'], path);
+        // The overload answer is on every path but the liveness probe's.
+        assert.deepEqual(statuses(path, 'options'), path === '/healthz' ? ['200', '400'] : ['200', '400', '503'], path);
         if (document.paths[path]?.['get'] !== undefined) assert.deepEqual(statuses(path, 'head'), statuses(path, 'get'), path);
       }
       assert.ok(document.paths['/api/v1/shop/product']?.['post']?.requestBody, 'the create route documents its body');
@@ -195,6 +196,31 @@ describe('the document with RATE_LIMIT and API_TOKEN', () => {
         assert.equal(Object.hasOwn(operation.responses, '429'), !['/healthz', '/readyz'].includes(path), what);
         assert.equal(Object.hasOwn(operation.responses, '401'), method === 'post', what);
         assert.equal(operation.security !== undefined, method === 'post', what);
+      }
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+// The overload refusal answers any request but the probes' and the metrics' with a 503; the document
+// says so on every operation a client may call, whether the refusal is on (production) or not.
+describe('the overload answer in the document', () => {
+  test('every operation but /healthz and /metrics declares a 503 problem with Retry-After', async () => {
+    const server = await startFreshServer(STORES[0]!);
+    try {
+      const document = (await send(`${server.url}/openapi.json`)).json as OpenApiDocument;
+      const operations = Object.entries(document.paths).flatMap(([path, item]) =>
+        Object.entries(item)
+          .filter(([method]) => ['get', 'head', 'post', 'options'].includes(method))
+          .map(([method, operation]) => ({ path, method, operation: operation as { responses: Record<string, { headers?: Record<string, unknown> }> } })),
+      );
+      assert.ok(operations.length > 0);
+      for (const { path, method, operation } of operations) {
+        const unavailable = operation.responses['503'];
+        if (['/healthz', '/metrics'].includes(path)) continue;
+        assert.ok(unavailable !== undefined, `${method} ${path} declares no 503`);
+        assert.ok(Object.hasOwn(unavailable.headers ?? {}, 'Retry-After'), `${method} ${path}: its 503 has no Retry-After`);
       }
     } finally {
       await server.stop();

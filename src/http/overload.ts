@@ -1,6 +1,8 @@
 import underPressure from '@fastify/under-pressure';
 import type { FastifyInstance } from 'fastify';
+import Type from 'typebox';
 import { HttpProblem } from './problem.js';
+import { problemResponse } from './responses.js';
 
 /**
  * What the service does when offered more than it can serve. Past these limits a request is answered
@@ -29,6 +31,23 @@ export const OVERLOAD = Object.freeze({
 
 /** Probes and metrics keep answering under load: an overloaded instance is alive and observable. */
 const ALWAYS_SERVED = new Set(['/healthz', '/metrics']);
+
+const OVERLOADED = problemResponse('The service is overloaded right now; nothing was done. Retry after the seconds in Retry-After.', {
+  'Retry-After': Type.String({ description: 'Seconds to wait before retrying.', examples: [String(OVERLOAD.retryAfterSeconds)] }),
+});
+
+/**
+ * Declares the overload answer on every route registered after it but the probes and metrics, so that
+ * the document says what a client may meet; routes that already declare a 503 (the database's) keep
+ * theirs, which has the same shape. The document is the same whether the refusal is on or not.
+ */
+export function declareOverloadAnswer(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    if (ALWAYS_SERVED.has(route.url)) return;
+    const responses = route.schema?.response as Record<string, unknown> | undefined;
+    if (responses !== undefined && !Object.hasOwn(responses, '503')) responses['503'] = OVERLOADED;
+  });
+}
 
 export async function useOverloadRefusal(app: FastifyInstance): Promise<void> {
   await app.register(underPressure, {
