@@ -41,7 +41,8 @@ const LIST_COMPRESS_MIN_PRODUCTS = 12;
 
 /** A whole list as sent, with its compressed forms, each made on first request. */
 interface CachedList {
-  readonly text: string;
+  /** UTF-8, encoded once: a string would be encoded again on every write of a large answer. */
+  readonly bytes: Buffer;
   readonly count: number;
   readonly encoded: Partial<Record<ContentCoding, Promise<Buffer>>>;
 }
@@ -60,7 +61,7 @@ export interface ProductsV1Options {
 
 /** v1: the whole catalogue in one array, one product by `pk`, and creation. */
 export async function productsV1(app: FastifyInstance, { store, cors }: ProductsV1Options): Promise<void> {
-  const lists = new RevisionCache<CachedList>(CACHED_LIST_MAX_PRODUCTS * LIST_CHARACTERS_PER_PRODUCT, (list) => Math.ceil(list.text.length * 1.5));
+  const lists = new RevisionCache<CachedList>(CACHED_LIST_MAX_PRODUCTS * LIST_CHARACTERS_PER_PRODUCT, (list) => Math.ceil(list.bytes.length * 1.5));
   const details = new RevisionCache<TaggedBody>(DETAIL_CACHE_BYTES, taggedSize, DETAIL_CACHE_ENTRIES);
 
   resource(app, cors, '/api/v1/shop/products', {
@@ -110,9 +111,9 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
         const generation = await store.cacheGeneration();
         const cached = lists.get(generation, key);
         if (cached !== undefined) {
-          if (coding === undefined || cached.count < LIST_COMPRESS_MIN_PRODUCTS) return reply.send(Readable.from([cached.text]));
+          if (coding === undefined || cached.count < LIST_COMPRESS_MIN_PRODUCTS) return reply.send(Readable.from([cached.bytes]));
           reply.header('Content-Encoding', coding);
-          const encoded = await (cached.encoded[coding] ??= compressLater(cached.text, coding));
+          const encoded = await (cached.encoded[coding] ??= compressLater(cached.bytes, coding));
           return reply.send(Readable.from([encoded]));
         }
         const { count } = await store.describeCatalogue();
@@ -122,7 +123,7 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
             ? undefined
             : async (text: string): Promise<void> => {
                 // Batches are separate reads: the text is one snapshot only if no write came in between.
-                if ((await store.cacheGeneration()) === generation) lists.set(generation, key, { text, count, encoded: {} });
+                if ((await store.cacheGeneration()) === generation) lists.set(generation, key, { bytes: Buffer.from(text), count, encoded: {} });
               };
         // Few chunks in flight per response: memory per slow client stays near one batch.
         const body = Readable.from(streamList((after) => store.listProductsAfter(after, LIST_BATCH), firstBatch, keep), { highWaterMark: 2 });

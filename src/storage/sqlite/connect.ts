@@ -52,8 +52,16 @@ export function openSqlite(path: string): { db: Kysely<Database>; fastPaths: Dia
   // the revision row: no table page is read.
   // Read as a row (no driver-specific plucking), so that every SQLite driver runs it alike.
   const dataVersion = database.prepare<[], { data_version: number }>('PRAGMA data_version');
+  // Read once per turn of the event loop: the requests of one turn arrived together, so none of them
+  // can have followed a commit that another read in the same turn did not see; under load a turn holds
+  // many requests, and this read (SQLite checking the shared WAL index) was the largest cost of a hit.
+  let seenVersion: number | undefined;
+  const readVersionOncePerTurn = (): number => {
+    setImmediate(() => (seenVersion = undefined));
+    return dataVersion.get()!.data_version;
+  };
   return {
-    changes: { current: () => dataVersion.get()!.data_version },
+    changes: { current: () => (seenVersion ??= readVersionOncePerTurn()) },
     db: new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) }),
     fastPaths: {
       insertProduct: (product) => statements().groupInsert.insert(product),
