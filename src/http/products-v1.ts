@@ -36,6 +36,9 @@ const CACHED_LIST_MAX_PRODUCTS = 50_000;
 const DETAIL_CACHE_BYTES = 16 * 1024 * 1024;
 const DETAIL_CACHE_ENTRIES = 100_000;
 
+/** Filtered lists kept in memory, at most: UTF-16 characters count twice. */
+const MATCHES_CACHE_BYTES = 16 * 1024 * 1024;
+
 /** Lists of at least this many products (about 1 KB) are compressed for clients that accept it. */
 const LIST_COMPRESS_MIN_PRODUCTS = 12;
 
@@ -63,6 +66,8 @@ export interface ProductsV1Options {
 export async function productsV1(app: FastifyInstance, { store, cors }: ProductsV1Options): Promise<void> {
   const lists = new RevisionCache<CachedList>(CACHED_LIST_MAX_PRODUCTS * LIST_CHARACTERS_PER_PRODUCT, (list) => Math.ceil(list.bytes.length * 1.5));
   const details = new RevisionCache<TaggedBody>(DETAIL_CACHE_BYTES, taggedSize, DETAIL_CACHE_ENTRIES);
+  // Filtered lists that fit one batch, by target: a till scanning the same barcodes all day.
+  const matches = new RevisionCache<string>(MATCHES_CACHE_BYTES, (text) => text.length * 2, DETAIL_CACHE_ENTRIES);
 
   resource(app, cors, '/api/v1/shop/products', {
     GET: {
@@ -90,12 +95,20 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
         const filter = productFilter(requestAddress(request).params);
         reply.type('application/json; charset=utf-8');
         addVary(reply, 'Accept-Encoding');
-        // Matches are read per request (an index lookup), neither cached nor compressed.
+        // Matches are not compressed: most are one product (a scanned barcode) or a few.
         if (hasFilter(filter)) {
+          // Read before the matches, so that a write in between makes the kept answer a stale generation's.
+          const generation = await store.cacheGeneration();
+          const kept = matches.get(generation, request.url);
+          if (kept !== undefined) return reply.send(kept);
           // HEAD too reads the matches, so that its headers are GET's (Node sends no body for HEAD).
           const firstMatches = await store.listFilteredAfter(filter, 0, LIST_BATCH);
-          // Most filtered lists (every barcode lookup) fit one batch: one write, no stream.
-          if (firstMatches.length < LIST_BATCH) return reply.send(`[${firstMatches.map((p) => JSON.stringify(productWire(p))).join(',')}]`);
+          // Most filtered lists (every barcode lookup) fit one batch: one write, no stream, kept.
+          if (firstMatches.length < LIST_BATCH) {
+            const text = `[${firstMatches.map((p) => JSON.stringify(productWire(p))).join(',')}]`;
+            matches.set(generation, request.url, text);
+            return reply.send(text);
+          }
           return reply.send(Readable.from(streamList((after) => store.listFilteredAfter(filter, after, LIST_BATCH), firstMatches), { highWaterMark: 2 }));
         }
         // HEAD needs only the headers (the same as GET's: chunked, no length); do not read the products,
