@@ -6,11 +6,12 @@ import type { DatabaseLocation } from '../../src/config.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-// Run by a separate Node process, as an operator's tool or the import command would be.
+// Run by a separate Node process, as an operator's tool or the import command would be, through the
+// SQLite driver this Node uses (better-sqlite3 is not installed where Node has its own).
 const SQLITE_WRITER = `
-import Database from 'better-sqlite3';
-const db = new Database(process.argv[1]);
-db.pragma('busy_timeout = 5000');
+import { openSqliteConnection } from './src/storage/sqlite/driver.ts';
+const db = openSqliteConnection(process.argv[1]);
+db.exec('PRAGMA busy_timeout = 5000');
 db.exec(process.argv[2]);
 db.close();
 `;
@@ -21,7 +22,7 @@ db.close();
  */
 export async function writeOutside(location: DatabaseLocation, sql: string): Promise<void> {
   if (location.kind === 'sqlite') {
-    await promisify(execFile)(process.execPath, ['--input-type=module', '-e', SQLITE_WRITER, location.path, sql], { cwd: ROOT });
+    await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', SQLITE_WRITER, location.path, sql], { cwd: ROOT });
     return;
   }
   await withClient(location.url, (client) => client.query(sql));
