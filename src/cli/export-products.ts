@@ -5,6 +5,7 @@ import { formatPrice } from '../catalogue/price.js';
 import type { Product } from '../catalogue/product.js';
 import type { CatalogueStore } from '../storage/store.js';
 import type { FileFormat } from './product-rows.js';
+import { nameForSpreadsheet } from './spreadsheet-names.js';
 
 /** Products read from the database at a time. */
 const BATCH_ROWS = 1000;
@@ -12,26 +13,29 @@ const BATCH_ROWS = 1000;
 /**
  * Writes the whole catalogue, in `pk` order, as the import reads it: CSV with a
  * `name,barcode,price` header, or a JSON array with one product per line. Prices are exact decimal
- * strings. Streams, so memory does not grow with the catalogue.
+ * strings. In CSV, which is opened in spreadsheets, a name a spreadsheet would run as a formula gets a
+ * leading quote (`nameForSpreadsheet`; the import drops it), and a name with a semicolon is quoted,
+ * so that a spreadsheet splitting lines at semicolons does not make a cell of what follows one.
+ * Streams, so memory does not grow with the catalogue.
  *
  * @returns how many products were written.
  */
 export async function exportProducts(store: CatalogueStore, format: FileFormat, output: Writable): Promise<number> {
   let count = 0;
-  async function* products(): AsyncGenerator<{ name: string; barcode: string; price: string }> {
+  async function* products(written = (name: string) => name): AsyncGenerator<{ name: string; barcode: string; price: string }> {
     let after = 0;
     for (;;) {
       const batch: Product[] = await store.listProductsAfter(after, BATCH_ROWS);
       for (const product of batch) {
         count += 1;
-        yield { name: product.name, barcode: product.barcode, price: formatPrice(product.priceCents) };
+        yield { name: written(product.name), barcode: product.barcode, price: formatPrice(product.priceCents) };
       }
       if (batch.length < BATCH_ROWS) return;
       after = batch[batch.length - 1]!.pk;
     }
   }
   if (format === 'csv') {
-    await pipeline(Readable.from(products()), stringify({ header: true, columns: ['name', 'barcode', 'price'] }), output);
+    await pipeline(Readable.from(products(nameForSpreadsheet)), stringify({ header: true, columns: ['name', 'barcode', 'price'], quoted_match: ';' }), output);
   } else {
     await pipeline(Readable.from(jsonLines(products())), output);
   }

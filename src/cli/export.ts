@@ -12,6 +12,10 @@ Writes every product, in pk order, in the format import reads: CSV with a name,b
 or a JSON array. Prices are exact, with two decimals. Without FILE the data goes to standard output,
 alone: the summary and any message go to standard error.
 
+CSV is made safe to open in a spreadsheet: a name beginning with =, +, -, @, a tab or a carriage
+return (which a spreadsheet would run as a formula) is written with a ' before it, and a name with a
+semicolon is quoted. Import drops that ', so an exported file imports back exactly.
+
 Options:
   --format FORMAT  csv or json (default: from FILE's name, .json is JSON, anything else CSV)
   -h, --help       show this help

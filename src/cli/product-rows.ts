@@ -6,6 +6,7 @@ import { JsonNumber } from '../catalogue/json-number.js';
 import { parseJsonKeepingNumbers } from '../catalogue/parse-json.js';
 import { errorCode } from '../error-details.js';
 import { PRODUCT_FIELDS } from '../catalogue/product.js';
+import { nameFromSpreadsheet } from './spreadsheet-names.js';
 
 export type FileFormat = 'csv' | 'json';
 
@@ -30,7 +31,8 @@ export function formatOfPath(path: string): FileFormat {
 /**
  * Reads products from a file, streaming: CSV with a `name,barcode,price` header (any column order),
  * or a JSON array of `{name, barcode, price}` objects. Values are handed on as written (CSV fields as
- * strings, JSON numbers as `JsonNumber`s) for the catalogue's own checks.
+ * strings, JSON numbers as `JsonNumber`s) for the catalogue's own checks, but for the quote the CSV
+ * export puts before a name that a spreadsheet would run as a formula (`nameFromSpreadsheet`).
  *
  * @param onBytes told how many bytes each chunk read had, for progress.
  * @throws UnreadableFileError when the file as a whole is not in the format.
@@ -86,7 +88,8 @@ async function* csvRows(input: AsyncIterable<Buffer | string>): AsyncGenerator<S
         yield { line: info.lines, problem: `Expected ${header.length} fields (${header.join(',')}), found ${record.length}.` };
         continue;
       }
-      yield { line: info.lines, fields: Object.fromEntries(header.map((column, i) => [column, record[i]])) };
+      // The quote the export puts before a name a spreadsheet would run is not part of the name.
+      yield { line: info.lines, fields: Object.fromEntries(header.map((column, i) => [column, column === 'name' ? nameFromSpreadsheet(record[i]!) : record[i]])) };
     }
   } catch (error) {
     if (error instanceof CsvError) throw new UnreadableFileError(`Line ${String(error['lines'])}: ${error.message}`);

@@ -27,6 +27,11 @@ interface Problem {
 const FIRST_PAGE = '/api/v2/shop/products';
 const CREATE = '/api/v1/shop/product/';
 const FIELDS = ['name', 'barcode', 'price'] as const;
+/**
+ * The longest search the API accepts, in characters (code points) after trimming, as the API counts
+ * it: not an input's maxlength, which counts UTF-16 units and would cut a search of emoji in half.
+ */
+const MAX_SEARCH_LENGTH = 100;
 
 function byId<T extends HTMLElement>(id: string, type: { new (): T }): T {
   const element = document.getElementById(id);
@@ -146,39 +151,67 @@ function startOf(url: string, page: Page, counted: number): number {
 
 /**
  * Loads and shows the page at `url`. `counted` is the first row's position when the URL does not say.
- * Unless `remember` is false (the address already says it), the page's address follows.
+ * Unless `remember` is false (the address already says it), the page's address follows, also when the
+ * listing is refused: reload then asks for what was typed again instead of bringing back an old result.
  */
 async function showPage(url: string, counted: number, highlight?: string, remember = true): Promise<boolean> {
   let response: Response;
   try {
     response = await fetch(url, { headers: { Accept: 'application/json' } });
   } catch {
+    showNoListing(url, remember);
     showMessage(ui.listMessage, 'The catalogue cannot be reached. Check the connection and try again.', 'error');
     return false;
   }
   if (!response.ok) {
     const problem = await readJson<Problem>(response);
-    const searchProblem = problem?.errors?.['search'] ?? problem?.errors?.['barcode'];
-    if (searchProblem !== undefined) {
-      ui.searchError.textContent = searchProblem.join(' ');
-      ui.search.setAttribute('aria-invalid', 'true');
-    } else {
-      showMessage(ui.listMessage, problemText(problem, response), 'error');
-    }
+    showNoListing(url, remember);
+    const { search, barcode, ...others } = problem?.errors ?? {};
+    // The filters' problems go beside the search box; those of other parameters (a hand-made address's
+    // `limit=0`) above the table, by name.
+    const filterProblems = [...(search ?? []), ...(barcode ?? [])];
+    if (filterProblems.length > 0) showFilterError(filterProblems.join(' '));
+    const otherProblems = Object.entries(others).map(([name, messages]) => `${name}: ${messages.join(' ')}`);
+    if (otherProblems.length > 0) showMessage(ui.listMessage, otherProblems.join(' '), 'error');
+    else if (filterProblems.length === 0) showMessage(ui.listMessage, problemText(problem, response), 'error');
     return false;
   }
   const page = (await readJson<Page>(response))!;
+  enterListing(url, page, remember);
+  view.start = startOf(url, page, counted);
+  if (page.next !== null) view.pageSize = page.results.length;
+  renderRows(page.results, highlight);
+  renderPager(page);
+  return true;
+}
+
+/** Makes the listing at `url` the one in view (`page`: its answer, if any), without the last one's messages. */
+function enterListing(url: string, page: Page | undefined, remember: boolean): void {
   hideMessage(ui.listMessage);
   ui.searchError.textContent = '';
   ui.search.removeAttribute('aria-invalid');
   if (remember) rememberListing(url);
   view.url = url;
   view.page = page;
-  view.start = startOf(url, page, counted);
-  if (page.next !== null) view.pageSize = page.results.length;
-  renderRows(page.results, highlight);
-  renderPager(page);
-  return true;
+}
+
+function showFilterError(text: string): void {
+  ui.searchError.textContent = text;
+  ui.search.setAttribute('aria-invalid', 'true');
+}
+
+/**
+ * The listing at `url` could not be shown: the rows of an earlier one would pass for its answer, and a
+ * pager left as it was would page through them, so both are emptied and the pager has nowhere to go.
+ */
+function showNoListing(url: string, remember: boolean): void {
+  enterListing(url, undefined, remember);
+  view.start = 0;
+  ui.rows.replaceChildren(emptyRow('No products to show.'));
+  ui.count.textContent = '';
+  ui.previous.disabled = true;
+  ui.next.disabled = true;
+  ui.indicator.textContent = 'Nothing to show';
 }
 
 function renderRows(items: readonly PageItem[], highlight: string | undefined): void {
@@ -189,13 +222,18 @@ function renderRows(items: readonly PageItem[], highlight: string | undefined): 
     return row;
   });
   if (rows.length === 0) {
-    const row = document.createElement('tr');
-    const empty = cell(isFiltered() ? 'No product matches. Try part of the name, or another barcode.' : 'No products yet. Add the first one with the form.', 'empty');
-    empty.colSpan = 3;
-    row.append(empty);
-    rows.push(row);
+    rows.push(emptyRow(isFiltered() ? 'No product matches. Try part of the name, or another barcode.' : 'No products yet. Add the first one with the form.'));
   }
   ui.rows.replaceChildren(...rows);
+}
+
+/** A row across the table saying why it has no products. */
+function emptyRow(text: string): HTMLTableRowElement {
+  const row = document.createElement('tr');
+  const empty = cell(text, 'empty');
+  empty.colSpan = 3;
+  row.append(empty);
+  return row;
 }
 
 function cell(text: string, className?: string): HTMLTableCellElement {
@@ -230,8 +268,10 @@ async function follow(direction: 'next' | 'previous'): Promise<void> {
   const counted = direction === 'next' ? view.start + page.results.length : Math.max(0, view.start - size);
   const button = direction === 'next' ? ui.next : ui.previous;
   await showPage(url, counted);
-  // A button that just became disabled would drop the keyboard focus to the page's top.
-  if (button.disabled) (direction === 'next' ? ui.previous : ui.next).focus();
+  // A button that just became disabled would drop the keyboard focus to the page's top; when the page
+  // could not be shown, neither button works and the search box is the way on.
+  const other = direction === 'next' ? ui.previous : ui.next;
+  if (button.disabled) (other.disabled ? ui.search : other).focus();
 }
 
 /**
@@ -369,6 +409,15 @@ ui.searchForm.addEventListener('submit', (event) => {
   event.preventDefault();
   const filter = filterOf(ui.search.value);
   ui.searchClear.hidden = filter === '';
+  // Refused here, with the API's words, so that text of any length never goes into an address (a
+  // pasted page of text would make the page's own address too long to reload); the address drops the
+  // old filter, so that reload does not bring back its result.
+  const length = [...ui.search.value.trim()].length;
+  if (filter.startsWith('search=') && length > MAX_SEARCH_LENGTH) {
+    showNoListing(FIRST_PAGE, true);
+    showFilterError(`search is at most ${MAX_SEARCH_LENGTH} characters; got ${length}.`);
+    return;
+  }
   void showPage(filter === '' ? FIRST_PAGE : `${FIRST_PAGE}?${filter}`, 0);
 });
 ui.searchClear.addEventListener('click', () => {

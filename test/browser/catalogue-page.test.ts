@@ -260,6 +260,97 @@ describe('the catalogue in Chromium', { skip: browserSkip }, () => {
     });
   });
 
+  describe('filters the API refuses', () => {
+    let server: RunningServer;
+    let context: BrowserContext;
+    const confetti = `Confetti ${'🎉'.repeat(100)}`;
+    const rowNames = (page: Page) => page.locator('#products tbody tr td:first-child').allTextContents();
+    const open = async (address: string): Promise<Page> => {
+      const page = await context.newPage();
+      await page.goto(`${server.url}${address}`);
+      await page.locator('#products tbody tr').first().waitFor();
+      return page;
+    };
+    /** Nothing of an earlier listing is shown, and the pager has nowhere to go. */
+    const assertNothingListed = async (page: Page, why: string): Promise<void> => {
+      assert.deepEqual(await rowNames(page), ['No products to show.'], why);
+      assert.equal(await page.locator('#count').textContent(), '', why);
+      assert.equal(await page.locator('#page-indicator').textContent(), 'Nothing to show', why);
+      assert.equal(await page.locator('#previous').isDisabled(), true, why);
+      assert.equal(await page.locator('#next').isDisabled(), true, why);
+    };
+
+    before(async () => {
+      server = await startFreshServer(STORES[0]!, { PAGINATION: 'limit-offset', PAGE_SIZE: '5' });
+      for (const [name, price] of GOODS.slice(0, 7)) await createProduct(server.url, { name, price });
+      await createProduct(server.url, { name: confetti, price: '3.00' });
+      context = await browser.newContext({ viewport: { width: 1180, height: 820 } });
+    });
+    after(async () => {
+      await context?.close();
+      await server?.stop();
+    });
+
+    test('a scanned barcode with a wrong check digit leaves no stale rows, and reload asks for it again', async () => {
+      const page = await open('/');
+      const search = page.getByLabel('Find a product');
+      const sourdough = (await listAll(server.url))[2]!;
+      await search.fill(sourdough.barcode);
+      await search.press('Enter');
+      await page.waitForURL((url) => url.search === `?barcode=${sourdough.barcode}`);
+      await page.locator('#products tbody tr td:first-child', { hasText: 'Sourdough loaf' }).waitFor();
+
+      const wrong = `${sourdough.barcode.slice(0, 12)}${(Number(sourdough.barcode[12]) + 1) % 10}`;
+      await search.fill(wrong);
+      await search.press('Enter');
+      await page.locator('#search-error', { hasText: 'check digit is wrong' }).waitFor();
+      await assertNothingListed(page, 'after the refused barcode');
+      assert.equal(new URL(page.url()).search, `?barcode=${wrong}`);
+      assert.equal(await search.getAttribute('aria-invalid'), 'true');
+
+      await page.reload();
+      await page.locator('#search-error', { hasText: 'check digit is wrong' }).waitFor();
+      await assertNothingListed(page, 'after reload');
+      assert.equal(await search.inputValue(), wrong);
+
+      await page.goBack();
+      await page.locator('#products tbody tr td:first-child', { hasText: 'Sourdough loaf' }).waitFor();
+      assert.equal(await page.locator('#search-error').textContent(), '');
+      await page.close();
+    });
+
+    test('an address with a refused filter or page shows the problem and settles the pager', async () => {
+      for (const [address, where] of [['/?barcode=4006381333930', '#search-error'], ['/?search=%00', '#search-error'], ['/?limit=0', '#list-message']] as const) {
+        const page = await context.newPage();
+        await page.goto(`${server.url}${address}`);
+        await page.locator(`${where}:not(:empty)`).waitFor();
+        await assertNothingListed(page, address);
+        if (where === '#list-message') assert.match(String(await page.locator(where).textContent()), /^limit: /);
+        await page.close();
+      }
+    });
+
+    test('a search of 100 characters counts them as the API does, emoji included; a longer one is refused whole', async () => {
+      const page = await open('/');
+      const search = page.getByLabel('Find a product');
+      const hundred = '🎉'.repeat(100);
+      await search.fill(hundred);
+      await search.press('Enter');
+      await page.locator('#count', { hasText: '1 product found' }).waitFor();
+      assert.deepEqual(await rowNames(page), [confetti]);
+      assert.equal(new URL(page.url()).searchParams.get('search'), hundred);
+
+      await search.fill(`${hundred}🎉`);
+      await search.press('Enter');
+      await page.locator('#search-error', { hasText: 'search is at most 100 characters; got 101.' }).waitFor();
+      assert.equal(await search.inputValue(), `${hundred}🎉`, 'nothing typed is cut');
+      await assertNothingListed(page, 'after the long search');
+      // The old search left the address, and the refused text was not put into it.
+      assert.equal(new URL(page.url()).search, '');
+      await page.close();
+    });
+  });
+
   describe('the API reference', () => {
     test('renders at /docs from the service alone', async () => {
       const server = await startFreshServer(STORES[0]!);

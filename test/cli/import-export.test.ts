@@ -110,6 +110,50 @@ describe('npm run import, file formats', { timeout: 120_000 }, () => {
     ]);
   });
 
+  it('writes CSV that a spreadsheet does not run as formulas, and imports it back exactly', async (t) => {
+    const { env } = await freshDatabase(t, testStore);
+    const names = [
+      '=HYPERLINK("http://example.com","Click")',
+      '+1 pack',
+      '-5 % off',
+      '@SUM(A1)',
+      "'=already quoted",
+      "''+quoted twice",
+      "'quoted only",
+      'Tea; =1+1',
+      '\uFF1Dfull width',
+      'Plain tea - green',
+    ];
+    const products = names.map((name) => ({ name, barcode: uniqueBarcode(), price: '1.00' }));
+    const imported = await runCli('import', [tempFile(t, 'products.json', JSON.stringify(products))], env);
+    assert.equal(imported.code, 0, imported.stderr);
+
+    const exported = await runCli('export', [], env);
+    assert.equal(exported.code, 0, exported.stderr);
+    const written = [
+      `"'=HYPERLINK(""http://example.com"",""Click"")"`,
+      "'+1 pack",
+      "'-5 % off",
+      "'@SUM(A1)",
+      "''=already quoted",
+      "'''+quoted twice",
+      "'quoted only",
+      '"Tea; =1+1"',
+      "'\uFF1Dfull width",
+      'Plain tea - green',
+    ];
+    assert.equal(exported.stdout, ['name,barcode,price', ...products.map(({ barcode }, i) => `${written[i]},${barcode},1.00`), ''].join('\n'));
+
+    // Imported into another catalogue, and as a price list into the same one, the names are the originals.
+    const file = tempFile(t, 'exported.csv', exported.stdout);
+    const other = await freshDatabase(t, testStore);
+    assert.equal((await runCli('import', [file], other.env)).code, 0);
+    assert.deepEqual(JSON.parse((await runCli('export', ['--format', 'json'], other.env)).stdout), products);
+    const update = await runCli('import', ['--update', file], env);
+    assert.equal(update.code, 0, update.stderr);
+    assert.match(update.stderr, /0 added, 0 changed, 10 unchanged\./);
+  });
+
   it('reports JSON items by the line they start on', async (t) => {
     const { env, location } = await freshDatabase(t, testStore);
     const file = tempFile(t, 'bad.json', `[\n{"name": "A", "barcode": "${uniqueBarcode()}", "price": 1},\n{"name": "B",\n "barcode": 4006381333931, "price": 1},\n7,\n{"name": "C" "barcode": "x"}\n]`);
