@@ -1,6 +1,6 @@
 import { sql, type CompiledQuery, type Kysely, type Selectable } from 'kysely';
 import type { NewProduct, Product } from '../catalogue/product.js';
-import { DuplicateBarcodeError, StoreUnavailableError } from '../catalogue/errors.js';
+import { DuplicateBarcodeError, IdempotencyKeyTakenError, StoreUnavailableError } from '../catalogue/errors.js';
 import type { CatalogueStore, CatalogueSummary, IdempotencyRecord, KeyedCreation, PoolStats, PriceListOutcome, ProductPage } from './store.js';
 import type { Database, DialectKind, ProductTable } from './schema.js';
 import { foldForSearch, type ProductFilter } from '../catalogue/search.js';
@@ -108,27 +108,7 @@ export class KyselyCatalogueStore implements CatalogueStore {
 
   async #createProduct(product: NewProduct): Promise<Product> {
     try {
-      if (this.#fast.insertProduct !== undefined) return toProduct(await this.#fast.insertProduct(product));
-      // Inserting only when the barcode is free, rather than letting the unique index refuse the row,
-      // keeps a refused product from using up a pk on PostgreSQL (a sequence value is drawn before the
-      // index is checked), so pks come out the same on every database. The index still decides races.
-      const row = await this.#db
-        .insertInto('product')
-        .columns(['name', 'name_folded', 'barcode', 'price_cents'])
-        .expression(
-          this.#db
-            .selectNoFrom((eb) => [
-              eb.cast<string>(eb.val(product.name), 'text').as('name'),
-              eb.cast<string>(eb.val(foldForSearch(product.name)), 'text').as('name_folded'),
-              eb.cast<string>(eb.val(product.barcode), 'text').as('barcode'),
-              eb.cast<number>(eb.val(product.priceCents), 'bigint').as('price_cents'),
-            ])
-            .where(({ not, exists, selectFrom }) =>
-              not(exists(selectFrom('product').select('pk').where('barcode', '=', product.barcode))),
-            ),
-        )
-        .returning(['pk', 'name', 'barcode', 'price_cents'])
-        .executeTakeFirst();
+      const row = this.#fast.insertProduct === undefined ? await insertIfFree(this.#db, product) : await this.#fast.insertProduct(product);
       if (row === undefined) throw new DuplicateBarcodeError(product.barcode);
       return toProduct(row);
     } catch (error) {
@@ -144,10 +124,6 @@ export class KyselyCatalogueStore implements CatalogueStore {
     return row === undefined ? undefined : toProduct(row);
   }
 
-  async countProducts(): Promise<number> {
-    return (await this.describeCatalogue()).count;
-  }
-
   async describeCatalogue(): Promise<CatalogueSummary> {
     const read = this.#fast.readState;
     const row = read === undefined ? (await this.#run(() => this.#db.executeQuery(this.#stateQuery))).rows[0] : read();
@@ -161,19 +137,6 @@ export class KyselyCatalogueStore implements CatalogueStore {
     if (first === undefined || first.product_count === null) throw new Error(MISSING_STATE);
     const products = first.pk === null ? [] : rows.map((row) => toProduct(row as ProductRow));
     return { count: Number(first.product_count), revision: Number(first.revision), products };
-  }
-
-  async listProducts(offset: number, limit: number): Promise<Product[]> {
-    const rows = await this.#run(() =>
-      this.#db
-        .selectFrom('product')
-        .select(['pk', 'name', 'barcode', 'price_cents'])
-        .orderBy('pk')
-        .limit(limit)
-        .offset(offset)
-        .execute(),
-    );
-    return rows.map(toProduct);
   }
 
   async listProductsAfter(afterPk: number, limit: number): Promise<Product[]> {
@@ -271,24 +234,26 @@ export class KyselyCatalogueStore implements CatalogueStore {
 
   async #createKeyedProduct(product: NewProduct, record: IdempotencyRecord, expiredBefore: Date): Promise<Product> {
     try {
-      return await this.#db.transaction().execute(async (trx) => {
+      const row = await this.#db.transaction().execute(async (trx) => {
         // Writing first takes the write lock at once (SQLite), and keeps the table small.
         await trx.deleteFrom('idempotency_key').where('created_at', '<', expiredBefore.getTime()).execute();
-        const row = await trx
-          .insertInto('product')
-          .values({ name: product.name, name_folded: foldForSearch(product.name), barcode: product.barcode, price_cents: product.priceCents })
-          .returning(['pk', 'name', 'barcode', 'price_cents'])
-          .executeTakeFirstOrThrow();
+        const row = await insertIfFree(trx, product, record.key);
+        if (row === undefined) return undefined;
         await trx
           .insertInto('idempotency_key')
           .values({ key: record.key, fingerprint: record.fingerprint, product_pk: row.pk, created_at: record.createdAt.getTime() })
           .execute();
-        return toProduct(row);
+        return row;
       });
+      if (row !== undefined) return toProduct(row);
     } catch (error) {
-      if (this.#errors.isUniqueViolation(error)) throw new DuplicateBarcodeError(product.barcode);
-      throw this.#translate(error);
+      if (!this.#errors.isUniqueViolation(error)) throw this.#translate(error);
+      // Otherwise a concurrent request committed the same barcode or key after the guard looked.
     }
+    // Refused by the guard or by an index: the key, when recorded, tells a retry from another product.
+    const winner = await this.findKeyedCreation(record.key, expiredBefore);
+    if (winner !== undefined) throw new IdempotencyKeyTakenError(record.key, winner.fingerprint, winner.product);
+    throw new DuplicateBarcodeError(product.barcode);
   }
 
   async existingBarcodes(barcodes: readonly string[]): Promise<Set<string>> {
@@ -433,6 +398,36 @@ const MISSING_STATE = 'The catalogue_state rows are missing; run the migrations.
 
 /** The count and the revision: sums over the slots of `catalogue_state` (see migration 0002). */
 const STATE_SUMS = 'SELECT sum(product_count) AS product_count, sum(revision) AS revision FROM catalogue_state';
+
+/**
+ * Inserts `product` unless its barcode is taken (or, given a `key`, unless that idempotency key is
+ * recorded) and returns its row, or `undefined` when refused. Looking first, rather than letting the
+ * unique index refuse the row, keeps a refused product from using up a pk on PostgreSQL (a sequence
+ * value is drawn before the index is checked), so pks come out the same on every database. The
+ * indexes still decide races.
+ */
+async function insertIfFree(db: Kysely<Database>, product: NewProduct, key?: string): Promise<ProductRow | undefined> {
+  return db
+    .insertInto('product')
+    .columns(['name', 'name_folded', 'barcode', 'price_cents'])
+    .expression(
+      db
+        .selectNoFrom((eb) => [
+          eb.cast<string>(eb.val(product.name), 'text').as('name'),
+          eb.cast<string>(eb.val(foldForSearch(product.name)), 'text').as('name_folded'),
+          eb.cast<string>(eb.val(product.barcode), 'text').as('barcode'),
+          eb.cast<number>(eb.val(product.priceCents), 'bigint').as('price_cents'),
+        ])
+        .where(({ and, not, exists, selectFrom }) =>
+          and([
+            not(exists(selectFrom('product').select('pk').where('barcode', '=', product.barcode))),
+            ...(key === undefined ? [] : [not(exists(selectFrom('idempotency_key').select('key').where('key', '=', key)))]),
+          ]),
+        ),
+    )
+    .returning(['pk', 'name', 'barcode', 'price_cents'])
+    .executeTakeFirst();
+}
 
 /**
  * One page with the count and revision, in one statement so that all three come from one snapshot on

@@ -3,6 +3,7 @@ import { it } from 'node:test';
 import type { NewProduct } from '../../src/catalogue/product.js';
 import { describeEachStore } from '../helpers/each-store.js';
 import { uniqueBarcode } from '../helpers/products.js';
+import { storedCount, storedProducts } from '../helpers/store-contents.js';
 
 const product = (name: string): NewProduct => ({ name, barcode: uniqueBarcode(), priceCents: 100 });
 
@@ -25,12 +26,12 @@ describeEachStore('writes in transactions beside grouped creates', { env: false 
         ...plain.map((p) => store.createProduct(p)),
         store.insertProducts(batches()),
         store.findProduct(1),
-        store.countProducts(),
+        store.describeCatalogue(),
       ]);
       expected.push(...[keyed, ...plain, ...bulk].map((p) => p.barcode));
     }
-    const stored = await store.listProducts(0, 1000);
+    const stored = await storedProducts(store);
     assert.deepEqual(stored.map((p) => p.barcode).sort(), expected.sort());
-    assert.equal(await store.countProducts(), expected.length);
+    assert.equal(await storedCount(store), expected.length);
   });
 });
