@@ -1,59 +1,20 @@
-import { sql, type CompiledQuery, type Kysely, type Selectable } from 'kysely';
+import { sql, type CompiledQuery, type Kysely } from 'kysely';
 import type { NewProduct, Product } from '../catalogue/product.js';
 import { DuplicateBarcodeError, IdempotencyKeyTakenError, StoreUnavailableError } from '../catalogue/errors.js';
 import type { CatalogueStore, CatalogueSummary, IdempotencyRecord, KeyedCreation, PoolStats, PriceListOutcome, ProductPage } from './store.js';
-import type { Database, DialectKind, ProductTable } from './schema.js';
+import type { DialectErrors, DialectFastPaths, ChangeSignal, ProductRow, StateRow, StoreDialect } from './dialect.js';
+import type { Database } from './schema.js';
 import { foldForSearch, type ProductFilter } from '../catalogue/search.js';
 import { filterSource, foldPendingNames, type FilterSource } from './search-index.js';
-
-/** What differs between databases once the queries are shared: how their errors read. */
-export interface DialectErrors {
-  /** Which database it is, for the few statements written per database (search). */
-  readonly kind: DialectKind;
-  isUniqueViolation(error: unknown): boolean;
-  isConnectionFailure(error: unknown): boolean;
-}
-
-export interface KyselyStoreOptions {
-  /** Reads the driver's connection pool, where there is one. */
-  readonly poolStats?: () => PoolStats;
-  readonly fastPaths?: DialectFastPaths;
-  /** Tells of changes other connections commit; without it every `cacheGeneration()` reads the revision. */
-  readonly changes?: ChangeSignal;
-}
-
-/**
- * A dialect's way to learn, without a query per request where it can, that another connection
- * committed a change to the products (PostgreSQL: LISTEN; SQLite: `PRAGMA data_version`).
- */
-export interface ChangeSignal {
-  /**
-   * A number that differs from the one before whenever another connection committed a change since;
-   * `undefined` while the dialect cannot tell (then the store reads the revision).
-   */
-  current(): number | undefined;
-  close?(): Promise<void>;
-}
 
 /** Rows per statement when many are read or written at once; well under every database's parameter limit. */
 const ROWS_PER_STATEMENT = 500;
 
-/**
- * A dialect's own ways to run the hottest statements, where they beat going through Kysely (SQLite:
- * group commit, and reads straight from prepared statements). Each must behave exactly as the shared
- * query it replaces; inserts must settle only once the row is durable and reject with the driver's error.
- */
-export interface DialectFastPaths {
-  readonly insertProduct?: (product: NewProduct) => Promise<ProductRow>;
-  readonly findProduct?: (pk: number) => ProductRow | undefined;
-  readonly readState?: () => StateRow | undefined;
-}
-
 /** The one implementation of `CatalogueStore`, over any database Kysely speaks to. */
 export class KyselyCatalogueStore implements CatalogueStore {
+  readonly #dialect: StoreDialect;
   readonly #db: Kysely<Database>;
   readonly #errors: DialectErrors;
-  readonly #poolStats: (() => PoolStats) | undefined;
   readonly #fast: DialectFastPaths;
   // The reads every request makes, compiled to SQL once; each call only binds new parameters.
   readonly #findQuery: CompiledQuery<ProductRow>;
@@ -66,12 +27,13 @@ export class KyselyCatalogueStore implements CatalogueStore {
   /** The last search that reads every folded name; the next one waits for it. */
   #fullReads: Promise<unknown> = Promise.resolve();
 
-  constructor(db: Kysely<Database>, errors: DialectErrors, options: KyselyStoreOptions = {}) {
+  constructor(dialect: StoreDialect) {
+    const { db } = dialect;
+    this.#dialect = dialect;
     this.#db = db;
-    this.#errors = errors;
-    this.#poolStats = options.poolStats;
-    this.#fast = options.fastPaths ?? {};
-    this.#changes = options.changes;
+    this.#errors = dialect.errors;
+    this.#fast = dialect.fastPaths ?? {};
+    this.#changes = dialect.changes;
     this.#findQuery = db.selectFrom('product').select(['pk', 'name', 'barcode', 'price_cents']).where('pk', '=', 0).compile();
     this.#stateQuery = sql<StateRow>`${sql.raw(STATE_SUMS)}`.compile(db);
     this.#pageQuery = pageQuery(0, 0).compile(db);
@@ -154,7 +116,7 @@ export class KyselyCatalogueStore implements CatalogueStore {
 
   async readFilteredPage(filter: ProductFilter, offset: number, limit: number): Promise<ProductPage> {
     await this.foldPendingNames();
-    const source = filterSource(filter, this.#errors.kind);
+    const source = filterSource(filter, this.#dialect.kind);
     // One statement, so that the count, the revision and the page come from one snapshot everywhere.
     const { rows } = await this.#search(source, () =>
       sql<PageRow>`
@@ -175,14 +137,14 @@ export class KyselyCatalogueStore implements CatalogueStore {
 
   async countMatching(filter: ProductFilter): Promise<number> {
     await this.foldPendingNames();
-    const source = filterSource(filter, this.#errors.kind);
+    const source = filterSource(filter, this.#dialect.kind);
     const { rows } = await this.#search(source, () => sql<{ n: number | string }>`SELECT count(*) AS n FROM ${source.count}`.execute(this.#db));
     return Number(rows[0]?.n ?? 0);
   }
 
   async listFilteredAfter(filter: ProductFilter, afterPk: number, limit: number): Promise<Product[]> {
     await this.foldPendingNames();
-    const source = filterSource(filter, this.#errors.kind);
+    const source = filterSource(filter, this.#dialect.kind);
     const { rows } = await this.#search(source, () =>
       sql<ProductRow>`
         SELECT product.pk, product.name, product.barcode, product.price_cents FROM ${source.from}
@@ -208,7 +170,7 @@ export class KyselyCatalogueStore implements CatalogueStore {
    * partial index on the missing copies makes this one index probe when there are none.
    */
   async foldPendingNames(): Promise<number> {
-    return this.#run(() => foldPendingNames(this.#db as unknown as Kysely<unknown>, this.#errors.kind));
+    return this.#run(() => foldPendingNames(this.#db as unknown as Kysely<unknown>, this.#dialect.kind));
   }
 
   async findKeyedCreation(key: string, notBefore: Date): Promise<KeyedCreation | undefined> {
@@ -362,7 +324,7 @@ export class KyselyCatalogueStore implements CatalogueStore {
   }
 
   poolStats(): PoolStats | undefined {
-    return this.#poolStats?.();
+    return this.#dialect.poolStats?.();
   }
 
   async ping(): Promise<void> {
@@ -370,8 +332,7 @@ export class KyselyCatalogueStore implements CatalogueStore {
   }
 
   async close(): Promise<void> {
-    await this.#changes?.close?.();
-    await this.#db.destroy();
+    await this.#dialect.close();
   }
 
   /** Which barcode of a refused chunk was taken: one already stored, or else one repeated in the chunk. */
@@ -490,13 +451,6 @@ async function createNewProductTable(trx: Kysely<Database & { new_product: NewPr
 function withParameters<R>(query: CompiledQuery<R>, parameters: readonly unknown[]): CompiledQuery<R> {
   return { ...query, parameters };
 }
-
-export interface StateRow {
-  product_count: number | string | bigint | null;
-  revision: number | string | bigint | null;
-}
-
-export type ProductRow = Pick<Selectable<ProductTable>, 'pk' | 'name' | 'barcode' | 'price_cents'>;
 
 interface PageRow {
   product_count: number | string | bigint | null;

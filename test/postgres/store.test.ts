@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { Client } from 'pg';
 import { DuplicateBarcodeError } from '../../src/catalogue/errors.js';
 import { migrateStore, openStore } from '../../src/storage/open-store.js';
-import { postgresErrors } from '../../src/storage/postgres/connect.js';
+import { postgresErrors } from '../../src/storage/postgres/dialect.js';
 import { uniqueBarcode } from '../helpers/products.js';
 import { storedCount } from '../helpers/store-contents.js';
 import { postgres } from '../helpers/stores.js';

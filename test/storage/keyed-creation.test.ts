@@ -4,10 +4,11 @@ import { DuplicateBarcodeError, IdempotencyKeyTakenError } from '../../src/catal
 import { describeEachStore } from '../helpers/each-store.js';
 import { uniqueBarcode } from '../helpers/products.js';
 import { storedCount } from '../helpers/store-contents.js';
+import { CONTRACT_STORES } from '../helpers/stores.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-describeEachStore('idempotency records and bulk insert', { env: false }, (ctx) => {
+describeEachStore('idempotency records and bulk insert', { env: false, stores: CONTRACT_STORES }, (ctx) => {
   it('forgets a key once it is older than the cutoff, and lets it be used again', async (t) => {
     const store = await ctx.freshStore(t);
     const now = Date.now();

@@ -4,10 +4,11 @@ import type { NewProduct } from '../../src/catalogue/product.js';
 import { describeEachStore } from '../helpers/each-store.js';
 import { uniqueBarcode } from '../helpers/products.js';
 import { storedCount, storedProducts } from '../helpers/store-contents.js';
+import { CONTRACT_STORES } from '../helpers/stores.js';
 
 const product = (name: string): NewProduct => ({ name, barcode: uniqueBarcode(), priceCents: 100 });
 
-describeEachStore('writes in transactions beside grouped creates', { env: false }, (ctx) => {
+describeEachStore('writes in transactions beside grouped creates', { env: false, stores: CONTRACT_STORES }, (ctx) => {
   it('keyed creates, bulk inserts and plain creates at once all land, each exactly once', async (t) => {
     const store = await ctx.freshStore(t);
     const expected: string[] = [];

@@ -5,6 +5,7 @@ import type { CatalogueStore } from '../../src/storage/store.js';
 import { describeEachStore } from '../helpers/each-store.js';
 import { uniqueBarcode } from '../helpers/products.js';
 import { storedProducts } from '../helpers/store-contents.js';
+import { CONTRACT_STORES } from '../helpers/stores.js';
 
 const product = (name: string, priceCents = 100): NewProduct => ({ name, barcode: uniqueBarcode(), priceCents });
 
@@ -12,7 +13,7 @@ async function* inBatches(products: readonly NewProduct[], size: number): AsyncG
   for (let start = 0; start < products.length; start += size) yield products.slice(start, start + size);
 }
 
-describeEachStore('applyPriceList', { env: false }, (ctx) => {
+describeEachStore('applyPriceList', { env: false, stores: CONTRACT_STORES }, (ctx) => {
   it('updates by barcode and adds in list order across many statements, drawing pks only for added products', async (t) => {
     const store = await ctx.freshStore(t);
     const stored = Array.from({ length: 700 }, (_, i) => product(`Stored ${i}`));

@@ -8,6 +8,7 @@ import type { CatalogueStore } from '../../src/storage/store.js';
 import { describeEachStore } from '../helpers/each-store.js';
 import { uniqueBarcode } from '../helpers/products.js';
 import { storedCount, storedProducts } from '../helpers/store-contents.js';
+import { CONTRACT_STORES } from '../helpers/stores.js';
 
 /** Runs SQL on the database behind the store's back, as another program (or an operator) would. */
 async function execBehind(location: DatabaseLocation, text: string): Promise<void> {
@@ -29,13 +30,13 @@ async function execBehind(location: DatabaseLocation, text: string): Promise<voi
   }
 }
 
-describeEachStore('readPage and the catalogue state', { env: false }, (ctx) => {
+describeEachStore('readPage and the catalogue state', { env: false, stores: CONTRACT_STORES }, (ctx) => {
   let location: DatabaseLocation;
   let drop: () => Promise<void>;
   let store: CatalogueStore;
   before(async () => {
     ({ location, drop } = await ctx.testStore.create());
-    store = await openStore(location);
+    store = await openStore(location, ctx.testStore.storeOptions);
   });
   after(async () => {
     await store.close();
