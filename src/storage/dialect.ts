@@ -1,6 +1,6 @@
-import type { Kysely, Migration, ColumnDefinitionBuilder, Selectable } from 'kysely';
+import type { ColumnDefinitionBuilder, Kysely, Migration, RawBuilder, Selectable } from 'kysely';
 import type { NewProduct } from '../catalogue/product.js';
-import type { Database, DialectKind, ProductTable } from './schema.js';
+import type { Database, ProductTable } from './schema.js';
 import type { PoolStats } from './store.js';
 
 /**
@@ -10,11 +10,10 @@ import type { PoolStats } from './store.js';
  * does is written once over `db`.
  */
 export interface StoreDialect {
-  /** Which database it is, for the few statements of the search written per database. */
-  readonly kind: DialectKind;
   readonly db: Kysely<Database>;
   readonly errors: DialectErrors;
   readonly migrations: DialectMigrations;
+  readonly search: DialectSearch;
   /** Statements run outside Kysely where they beat it; without them the shared queries run. */
   readonly fastPaths?: DialectFastPaths;
   /** Tells of changes other connections commit; without it every `cacheGeneration()` reads the revision. */
@@ -49,6 +48,45 @@ export interface DialectMigrations {
   readonly search: Migration;
   /** The schema holding Kysely's bookkeeping tables, or `undefined` where the database has one. */
   migrationTableSchema(db: Kysely<unknown>): Promise<string | undefined>;
+}
+
+/**
+ * What the product search (storage/search-index.ts) writes differently per database: the trigram
+ * index it reads (SQLite FTS5, PostgreSQL pg_trgm) and how values are typed.
+ */
+export interface DialectSearch {
+  /** A row `(pk, name, folded)` of a VALUES list, typed alike on every row. */
+  foldedRow(pk: number | string, name: string, folded: string): RawBuilder<unknown>;
+  /** A pk as a parameter compared with `product.pk`. */
+  pkParameter(pk: number | string): number | string;
+  /** What follows `FROM product` in the read of the names without a folded copy. */
+  readonly unfoldedHint: string;
+  /** Whether `product.name_folded` holds `text`, read name by name. */
+  contains(text: string): RawBuilder<boolean>;
+  /** What to ORDER BY for `pk` order of the matches of a plain WHERE on `product`. */
+  readonly pkOrder: RawBuilder<number>;
+  /**
+   * The matches of a search text; `short` when it has fewer characters than a trigram. `plain` makes
+   * a source of a WHERE on `product` alone.
+   */
+  textSource(text: string, short: boolean, plain: (where: RawBuilder<boolean>, readsEveryName: boolean) => FilterSource): FilterSource;
+}
+
+/**
+ * Where a filter's matches come from, as SQL over table `product` (every column of it is reachable).
+ */
+export interface FilterSource {
+  /** The FROM clause. */
+  readonly from: RawBuilder<unknown>;
+  readonly where: RawBuilder<boolean>;
+  /** The matches' `pk`, cheapest to compare (FTS5 hands out rowids in order). */
+  readonly pk: RawBuilder<number>;
+  /** What to ORDER BY for `pk` order. */
+  readonly order: RawBuilder<number>;
+  /** A cheaper FROM and WHERE that count the same matches. */
+  readonly count: RawBuilder<unknown>;
+  /** Whether every folded name is read: the text is too short for a trigram index. */
+  readonly readsEveryName: boolean;
 }
 
 /**

@@ -2,10 +2,10 @@ import { sql, type CompiledQuery, type Kysely } from 'kysely';
 import type { NewProduct, Product } from '../catalogue/product.js';
 import { DuplicateBarcodeError, IdempotencyKeyTakenError, StoreUnavailableError } from '../catalogue/errors.js';
 import type { CatalogueStore, CatalogueSummary, IdempotencyRecord, KeyedCreation, PoolStats, PriceListOutcome, ProductPage } from './store.js';
-import type { DialectErrors, DialectFastPaths, ChangeSignal, ProductRow, StateRow, StoreDialect } from './dialect.js';
+import type { ChangeSignal, DialectErrors, DialectFastPaths, FilterSource, ProductRow, StateRow, StoreDialect } from './dialect.js';
 import type { Database } from './schema.js';
 import { foldForSearch, type ProductFilter } from '../catalogue/search.js';
-import { filterSource, foldPendingNames, type FilterSource } from './search-index.js';
+import { filterSource, foldPendingNames } from './search-index.js';
 
 /** Rows per statement when many are read or written at once; well under every database's parameter limit. */
 const ROWS_PER_STATEMENT = 500;
@@ -116,7 +116,7 @@ export class KyselyCatalogueStore implements CatalogueStore {
 
   async readFilteredPage(filter: ProductFilter, offset: number, limit: number): Promise<ProductPage> {
     await this.foldPendingNames();
-    const source = filterSource(filter, this.#dialect.kind);
+    const source = filterSource(filter, this.#dialect.search);
     // One statement, so that the count, the revision and the page come from one snapshot everywhere.
     const { rows } = await this.#search(source, () =>
       sql<PageRow>`
@@ -137,14 +137,14 @@ export class KyselyCatalogueStore implements CatalogueStore {
 
   async countMatching(filter: ProductFilter): Promise<number> {
     await this.foldPendingNames();
-    const source = filterSource(filter, this.#dialect.kind);
+    const source = filterSource(filter, this.#dialect.search);
     const { rows } = await this.#search(source, () => sql<{ n: number | string }>`SELECT count(*) AS n FROM ${source.count}`.execute(this.#db));
     return Number(rows[0]?.n ?? 0);
   }
 
   async listFilteredAfter(filter: ProductFilter, afterPk: number, limit: number): Promise<Product[]> {
     await this.foldPendingNames();
-    const source = filterSource(filter, this.#dialect.kind);
+    const source = filterSource(filter, this.#dialect.search);
     const { rows } = await this.#search(source, () =>
       sql<ProductRow>`
         SELECT product.pk, product.name, product.barcode, product.price_cents FROM ${source.from}
@@ -170,7 +170,7 @@ export class KyselyCatalogueStore implements CatalogueStore {
    * partial index on the missing copies makes this one index probe when there are none.
    */
   async foldPendingNames(): Promise<number> {
-    return this.#run(() => foldPendingNames(this.#db as unknown as Kysely<unknown>, this.#dialect.kind));
+    return this.#run(() => foldPendingNames(this.#db as unknown as Kysely<unknown>, this.#dialect.search));
   }
 
   async findKeyedCreation(key: string, notBefore: Date): Promise<KeyedCreation | undefined> {

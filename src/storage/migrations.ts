@@ -79,7 +79,7 @@ function migrationsFor(dialect: StoreDialect): Record<string, Migration> {
         await db.schema.alterTable('product').addColumn('name_folded', 'text').execute();
         await sql.raw('CREATE INDEX product_unfolded ON product (pk) WHERE name_folded IS NULL').execute(db);
         await own.search.up(db);
-        await foldPendingNames(db, dialect.kind);
+        await foldPendingNames(db, dialect.search);
       },
       async down(db: Kysely<unknown>): Promise<void> {
         await own.search.down?.(db);

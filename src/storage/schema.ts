@@ -36,5 +36,3 @@ export interface IdempotencyKeyTable {
   /** Milliseconds since the Unix epoch. */
   created_at: number | string | bigint;
 }
-
-export type DialectKind = 'sqlite' | 'postgres';

@@ -13,6 +13,7 @@ import type { Database } from '../schema.js';
 import { PostgresChangeListener } from './change-listener.js';
 import { PostgresGroupInsert } from './group-insert.js';
 import { postgresMigrations } from './migrations.js';
+import { postgresSearch } from './search.js';
 
 /** Opening a connection, or waiting for a free one when the pool is full, gives up after this. */
 const CONNECTION_TIMEOUT_MS = 2_000;
@@ -68,7 +69,7 @@ export function openPostgres(url: string, { poolMax, purpose }: PostgresOptions)
   // end the process. The next query on that client fails, and the request gets a 503.
   pool.on('connect', (client) => client.on('error', () => undefined));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: discardingFailedClients(pool) }) });
-  const common = { kind: 'postgres', db, errors: postgresErrors, migrations: postgresMigrations } as const;
+  const common = { db, errors: postgresErrors, migrations: postgresMigrations, search: postgresSearch };
   if (!serve) return { ...common, close: () => db.destroy() };
   const groups = new PostgresGroupInsert(db);
   const listener = new PostgresChangeListener(url);

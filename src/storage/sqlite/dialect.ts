@@ -6,6 +6,7 @@ import type { ChangeSignal, DialectErrors, DialectFastPaths, ProductRow, StateRo
 import { openSqliteConnection, type SqliteConnection, type SqliteStatement } from './driver.js';
 import { GroupInsert } from './group-insert.js';
 import { sqliteMigrations } from './migrations.js';
+import { sqliteSearch } from './search.js';
 import { withStatementCache } from './statement-cache.js';
 
 /** Every pragma the service relies on, in one place. */
@@ -42,10 +43,10 @@ export function openSqlite(path: string, { fastPaths = true }: SqliteOptions = {
   for (const pragma of PRAGMAS) database.exec(`PRAGMA ${pragma}`);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
   return {
-    kind: 'sqlite',
     db,
     errors: sqliteErrors,
     migrations: sqliteMigrations,
+    search: sqliteSearch,
     changes: dataVersionSignal(database),
     ...(fastPaths ? { fastPaths: directStatements(database) } : {}),
     close: () => db.destroy(),
