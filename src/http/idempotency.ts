@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import { DuplicateBarcodeError } from '../catalogue/errors.js';
+import { IdempotencyKeyTakenError } from '../catalogue/errors.js';
 import type { NewProduct, Product } from '../catalogue/product.js';
 import type { CatalogueStore } from '../storage/store.js';
 import { HttpProblem } from './problem.js';
@@ -36,11 +36,9 @@ export async function createProductOnce(request: FastifyRequest, store: Catalogu
   try {
     return { product: await store.createKeyedProduct(product, { key, fingerprint, createdAt: now }, cutoff), replayed: false };
   } catch (error) {
-    if (!(error instanceof DuplicateBarcodeError)) throw error;
-    // A concurrent request with this key may have won the race; then this one is its retry.
-    const winner = await store.findKeyedCreation(key, cutoff);
-    if (winner === undefined) throw error;
-    return replay(winner.fingerprint, fingerprint, winner.product);
+    // A concurrent request with this key won the race; then this one is its retry.
+    if (error instanceof IdempotencyKeyTakenError) return replay(error.fingerprint, fingerprint, error.product);
+    throw error;
   }
 }
 

@@ -1,59 +1,20 @@
-import { sql, type CompiledQuery, type Kysely, type Selectable } from 'kysely';
+import { sql, type CompiledQuery, type Kysely } from 'kysely';
 import type { NewProduct, Product } from '../catalogue/product.js';
-import { DuplicateBarcodeError, StoreUnavailableError } from '../catalogue/errors.js';
+import { DuplicateBarcodeError, IdempotencyKeyTakenError, StoreUnavailableError } from '../catalogue/errors.js';
 import type { CatalogueStore, CatalogueSummary, IdempotencyRecord, KeyedCreation, PoolStats, PriceListOutcome, ProductPage } from './store.js';
-import type { Database, DialectKind, ProductTable } from './schema.js';
+import type { ChangeSignal, DialectErrors, DialectFastPaths, FilterSource, ProductRow, StateRow, StoreDialect } from './dialect.js';
+import type { Database } from './schema.js';
 import { foldForSearch, type ProductFilter } from '../catalogue/search.js';
-import { filterSource, foldPendingNames, type FilterSource } from './search-index.js';
-
-/** What differs between databases once the queries are shared: how their errors read. */
-export interface DialectErrors {
-  /** Which database it is, for the few statements written per database (search). */
-  readonly kind: DialectKind;
-  isUniqueViolation(error: unknown): boolean;
-  isConnectionFailure(error: unknown): boolean;
-}
-
-export interface KyselyStoreOptions {
-  /** Reads the driver's connection pool, where there is one. */
-  readonly poolStats?: () => PoolStats;
-  readonly fastPaths?: DialectFastPaths;
-  /** Tells of changes other connections commit; without it every `cacheGeneration()` reads the revision. */
-  readonly changes?: ChangeSignal;
-}
-
-/**
- * A dialect's way to learn, without a query per request where it can, that another connection
- * committed a change to the products (PostgreSQL: LISTEN; SQLite: `PRAGMA data_version`).
- */
-export interface ChangeSignal {
-  /**
-   * A number that differs from the one before whenever another connection committed a change since;
-   * `undefined` while the dialect cannot tell (then the store reads the revision).
-   */
-  current(): number | undefined;
-  close?(): Promise<void>;
-}
+import { filterSource, foldPendingNames } from './search-index.js';
 
 /** Rows per statement when many are read or written at once; well under every database's parameter limit. */
 const ROWS_PER_STATEMENT = 500;
 
-/**
- * A dialect's own ways to run the hottest statements, where they beat going through Kysely (SQLite:
- * group commit, and reads straight from prepared statements). Each must behave exactly as the shared
- * query it replaces; inserts must settle only once the row is durable and reject with the driver's error.
- */
-export interface DialectFastPaths {
-  readonly insertProduct?: (product: NewProduct) => Promise<ProductRow>;
-  readonly findProduct?: (pk: number) => ProductRow | undefined;
-  readonly readState?: () => StateRow | undefined;
-}
-
 /** The one implementation of `CatalogueStore`, over any database Kysely speaks to. */
 export class KyselyCatalogueStore implements CatalogueStore {
+  readonly #dialect: StoreDialect;
   readonly #db: Kysely<Database>;
   readonly #errors: DialectErrors;
-  readonly #poolStats: (() => PoolStats) | undefined;
   readonly #fast: DialectFastPaths;
   // The reads every request makes, compiled to SQL once; each call only binds new parameters.
   readonly #findQuery: CompiledQuery<ProductRow>;
@@ -66,12 +27,13 @@ export class KyselyCatalogueStore implements CatalogueStore {
   /** The last search that reads every folded name; the next one waits for it. */
   #fullReads: Promise<unknown> = Promise.resolve();
 
-  constructor(db: Kysely<Database>, errors: DialectErrors, options: KyselyStoreOptions = {}) {
+  constructor(dialect: StoreDialect) {
+    const { db } = dialect;
+    this.#dialect = dialect;
     this.#db = db;
-    this.#errors = errors;
-    this.#poolStats = options.poolStats;
-    this.#fast = options.fastPaths ?? {};
-    this.#changes = options.changes;
+    this.#errors = dialect.errors;
+    this.#fast = dialect.fastPaths ?? {};
+    this.#changes = dialect.changes;
     this.#findQuery = db.selectFrom('product').select(['pk', 'name', 'barcode', 'price_cents']).where('pk', '=', 0).compile();
     this.#stateQuery = sql<StateRow>`${sql.raw(STATE_SUMS)}`.compile(db);
     this.#pageQuery = pageQuery(0, 0).compile(db);
@@ -108,27 +70,7 @@ export class KyselyCatalogueStore implements CatalogueStore {
 
   async #createProduct(product: NewProduct): Promise<Product> {
     try {
-      if (this.#fast.insertProduct !== undefined) return toProduct(await this.#fast.insertProduct(product));
-      // Inserting only when the barcode is free, rather than letting the unique index refuse the row,
-      // keeps a refused product from using up a pk on PostgreSQL (a sequence value is drawn before the
-      // index is checked), so pks come out the same on every database. The index still decides races.
-      const row = await this.#db
-        .insertInto('product')
-        .columns(['name', 'name_folded', 'barcode', 'price_cents'])
-        .expression(
-          this.#db
-            .selectNoFrom((eb) => [
-              eb.cast<string>(eb.val(product.name), 'text').as('name'),
-              eb.cast<string>(eb.val(foldForSearch(product.name)), 'text').as('name_folded'),
-              eb.cast<string>(eb.val(product.barcode), 'text').as('barcode'),
-              eb.cast<number>(eb.val(product.priceCents), 'bigint').as('price_cents'),
-            ])
-            .where(({ not, exists, selectFrom }) =>
-              not(exists(selectFrom('product').select('pk').where('barcode', '=', product.barcode))),
-            ),
-        )
-        .returning(['pk', 'name', 'barcode', 'price_cents'])
-        .executeTakeFirst();
+      const row = this.#fast.insertProduct === undefined ? await insertIfFree(this.#db, product) : await this.#fast.insertProduct(product);
       if (row === undefined) throw new DuplicateBarcodeError(product.barcode);
       return toProduct(row);
     } catch (error) {
@@ -142,10 +84,6 @@ export class KyselyCatalogueStore implements CatalogueStore {
     const find = this.#fast.findProduct;
     const row = find === undefined ? (await this.#run(() => this.#db.executeQuery(withParameters(this.#findQuery, [pk])))).rows[0] : find(pk);
     return row === undefined ? undefined : toProduct(row);
-  }
-
-  async countProducts(): Promise<number> {
-    return (await this.describeCatalogue()).count;
   }
 
   async describeCatalogue(): Promise<CatalogueSummary> {
@@ -163,19 +101,6 @@ export class KyselyCatalogueStore implements CatalogueStore {
     return { count: Number(first.product_count), revision: Number(first.revision), products };
   }
 
-  async listProducts(offset: number, limit: number): Promise<Product[]> {
-    const rows = await this.#run(() =>
-      this.#db
-        .selectFrom('product')
-        .select(['pk', 'name', 'barcode', 'price_cents'])
-        .orderBy('pk')
-        .limit(limit)
-        .offset(offset)
-        .execute(),
-    );
-    return rows.map(toProduct);
-  }
-
   async listProductsAfter(afterPk: number, limit: number): Promise<Product[]> {
     const rows = await this.#run(() =>
       this.#db
@@ -191,7 +116,7 @@ export class KyselyCatalogueStore implements CatalogueStore {
 
   async readFilteredPage(filter: ProductFilter, offset: number, limit: number): Promise<ProductPage> {
     await this.foldPendingNames();
-    const source = filterSource(filter, this.#errors.kind);
+    const source = filterSource(filter, this.#dialect.search);
     // One statement, so that the count, the revision and the page come from one snapshot everywhere.
     const { rows } = await this.#search(source, () =>
       sql<PageRow>`
@@ -212,14 +137,14 @@ export class KyselyCatalogueStore implements CatalogueStore {
 
   async countMatching(filter: ProductFilter): Promise<number> {
     await this.foldPendingNames();
-    const source = filterSource(filter, this.#errors.kind);
+    const source = filterSource(filter, this.#dialect.search);
     const { rows } = await this.#search(source, () => sql<{ n: number | string }>`SELECT count(*) AS n FROM ${source.count}`.execute(this.#db));
     return Number(rows[0]?.n ?? 0);
   }
 
   async listFilteredAfter(filter: ProductFilter, afterPk: number, limit: number): Promise<Product[]> {
     await this.foldPendingNames();
-    const source = filterSource(filter, this.#errors.kind);
+    const source = filterSource(filter, this.#dialect.search);
     const { rows } = await this.#search(source, () =>
       sql<ProductRow>`
         SELECT product.pk, product.name, product.barcode, product.price_cents FROM ${source.from}
@@ -245,7 +170,7 @@ export class KyselyCatalogueStore implements CatalogueStore {
    * partial index on the missing copies makes this one index probe when there are none.
    */
   async foldPendingNames(): Promise<number> {
-    return this.#run(() => foldPendingNames(this.#db as unknown as Kysely<unknown>, this.#errors.kind));
+    return this.#run(() => foldPendingNames(this.#db as unknown as Kysely<unknown>, this.#dialect.search));
   }
 
   async findKeyedCreation(key: string, notBefore: Date): Promise<KeyedCreation | undefined> {
@@ -271,24 +196,26 @@ export class KyselyCatalogueStore implements CatalogueStore {
 
   async #createKeyedProduct(product: NewProduct, record: IdempotencyRecord, expiredBefore: Date): Promise<Product> {
     try {
-      return await this.#db.transaction().execute(async (trx) => {
+      const row = await this.#db.transaction().execute(async (trx) => {
         // Writing first takes the write lock at once (SQLite), and keeps the table small.
         await trx.deleteFrom('idempotency_key').where('created_at', '<', expiredBefore.getTime()).execute();
-        const row = await trx
-          .insertInto('product')
-          .values({ name: product.name, name_folded: foldForSearch(product.name), barcode: product.barcode, price_cents: product.priceCents })
-          .returning(['pk', 'name', 'barcode', 'price_cents'])
-          .executeTakeFirstOrThrow();
+        const row = await insertIfFree(trx, product, record.key);
+        if (row === undefined) return undefined;
         await trx
           .insertInto('idempotency_key')
           .values({ key: record.key, fingerprint: record.fingerprint, product_pk: row.pk, created_at: record.createdAt.getTime() })
           .execute();
-        return toProduct(row);
+        return row;
       });
+      if (row !== undefined) return toProduct(row);
     } catch (error) {
-      if (this.#errors.isUniqueViolation(error)) throw new DuplicateBarcodeError(product.barcode);
-      throw this.#translate(error);
+      if (!this.#errors.isUniqueViolation(error)) throw this.#translate(error);
+      // Otherwise a concurrent request committed the same barcode or key after the guard looked.
     }
+    // Refused by the guard or by an index: the key, when recorded, tells a retry from another product.
+    const winner = await this.findKeyedCreation(record.key, expiredBefore);
+    if (winner !== undefined) throw new IdempotencyKeyTakenError(record.key, winner.fingerprint, winner.product);
+    throw new DuplicateBarcodeError(product.barcode);
   }
 
   async existingBarcodes(barcodes: readonly string[]): Promise<Set<string>> {
@@ -397,7 +324,7 @@ export class KyselyCatalogueStore implements CatalogueStore {
   }
 
   poolStats(): PoolStats | undefined {
-    return this.#poolStats?.();
+    return this.#dialect.poolStats?.();
   }
 
   async ping(): Promise<void> {
@@ -405,8 +332,7 @@ export class KyselyCatalogueStore implements CatalogueStore {
   }
 
   async close(): Promise<void> {
-    await this.#changes?.close?.();
-    await this.#db.destroy();
+    await this.#dialect.close();
   }
 
   /** Which barcode of a refused chunk was taken: one already stored, or else one repeated in the chunk. */
@@ -433,6 +359,36 @@ const MISSING_STATE = 'The catalogue_state rows are missing; run the migrations.
 
 /** The count and the revision: sums over the slots of `catalogue_state` (see migration 0002). */
 const STATE_SUMS = 'SELECT sum(product_count) AS product_count, sum(revision) AS revision FROM catalogue_state';
+
+/**
+ * Inserts `product` unless its barcode is taken (or, given a `key`, unless that idempotency key is
+ * recorded) and returns its row, or `undefined` when refused. Looking first, rather than letting the
+ * unique index refuse the row, keeps a refused product from using up a pk on PostgreSQL (a sequence
+ * value is drawn before the index is checked), so pks come out the same on every database. The
+ * indexes still decide races.
+ */
+async function insertIfFree(db: Kysely<Database>, product: NewProduct, key?: string): Promise<ProductRow | undefined> {
+  return db
+    .insertInto('product')
+    .columns(['name', 'name_folded', 'barcode', 'price_cents'])
+    .expression(
+      db
+        .selectNoFrom((eb) => [
+          eb.cast<string>(eb.val(product.name), 'text').as('name'),
+          eb.cast<string>(eb.val(foldForSearch(product.name)), 'text').as('name_folded'),
+          eb.cast<string>(eb.val(product.barcode), 'text').as('barcode'),
+          eb.cast<number>(eb.val(product.priceCents), 'bigint').as('price_cents'),
+        ])
+        .where(({ and, not, exists, selectFrom }) =>
+          and([
+            not(exists(selectFrom('product').select('pk').where('barcode', '=', product.barcode))),
+            ...(key === undefined ? [] : [not(exists(selectFrom('idempotency_key').select('key').where('key', '=', key)))]),
+          ]),
+        ),
+    )
+    .returning(['pk', 'name', 'barcode', 'price_cents'])
+    .executeTakeFirst();
+}
 
 /**
  * One page with the count and revision, in one statement so that all three come from one snapshot on
@@ -495,13 +451,6 @@ async function createNewProductTable(trx: Kysely<Database & { new_product: NewPr
 function withParameters<R>(query: CompiledQuery<R>, parameters: readonly unknown[]): CompiledQuery<R> {
   return { ...query, parameters };
 }
-
-export interface StateRow {
-  product_count: number | string | bigint | null;
-  revision: number | string | bigint | null;
-}
-
-export type ProductRow = Pick<Selectable<ProductTable>, 'pk' | 'name' | 'barcode' | 'price_cents'>;
 
 interface PageRow {
   product_count: number | string | bigint | null;

@@ -1,19 +1,21 @@
-import type { Kysely } from 'kysely';
 import type { DatabaseLocation } from '../config.js';
+import type { StoreDialect } from './dialect.js';
 import { KyselyCatalogueStore } from './kysely-store.js';
 import { assertSchemaCurrent, migrateToLatest } from './migrations.js';
-import { PostgresChangeListener } from './postgres/change-listener.js';
-import { PostgresGroupInsert } from './postgres/group-insert.js';
-import { connectPostgres, postgresErrors, postgresPoolStats } from './postgres/connect.js';
-import { openSqlite, sqliteErrors } from './sqlite/connect.js';
+import { openPostgres } from './postgres/dialect.js';
+import { openSqlite } from './sqlite/dialect.js';
 import type { CatalogueStore } from './store.js';
-import type { Database } from './schema.js';
 
 export interface StoreOptions {
   /** Most connections a PostgreSQL store keeps open (SQLite uses one). Default 10. */
   readonly poolMax?: number;
   /** Bring the schema up to date (the default), or only check that it is. */
   readonly migrate?: boolean;
+  /**
+   * Whether SQLite's fast paths replace the shared queries (the default). Off, every statement goes
+   * through Kysely as on PostgreSQL: the tests run the store's contract so once more.
+   */
+  readonly sqliteFastPaths?: boolean;
 }
 
 const DEFAULT_POOL_MAX = 10;
@@ -31,7 +33,7 @@ export async function openStore(location: DatabaseLocation, options: StoreOption
     // Migrating may outlast a request's time limits, or wait that long for another instance that
     // migrates, so it runs on connections of its own; the store's connections keep their limits.
     await migrateStore(location);
-    const { store } = connect(location, options, 'serve');
+    const store = new KyselyCatalogueStore(openDialect(location, options, 'serve'));
     try {
       await store.foldPendingNames();
     } catch (error) {
@@ -41,10 +43,11 @@ export async function openStore(location: DatabaseLocation, options: StoreOption
     return store;
   }
   // One connection for both on SQLite: a `:memory:` database exists only on the connection that made it.
-  const { db, store } = connect(location, options, 'serve');
+  const dialect = openDialect(location, options, 'serve');
+  const store = new KyselyCatalogueStore(dialect);
   try {
-    if (migrate) await migrateToLatest(db as unknown as Kysely<unknown>, location.kind);
-    else await assertSchemaCurrent(db as unknown as Kysely<unknown>, location.kind);
+    if (migrate) await migrateToLatest(dialect);
+    else await assertSchemaCurrent(dialect);
     // Names bulk-loaded with plain SQL are folded now rather than by the first search.
     await store.foldPendingNames();
   } catch (error) {
@@ -56,36 +59,19 @@ export async function openStore(location: DatabaseLocation, options: StoreOption
 
 /** Runs the migrations alone, for `npm run migrate` and before a PostgreSQL store opens. */
 export async function migrateStore(location: DatabaseLocation): Promise<string[]> {
-  const { db, store } = connect(location, { poolMax: MIGRATION_POOL_MAX }, 'migrate');
+  const dialect = openDialect(location, { poolMax: MIGRATION_POOL_MAX }, 'migrate');
   try {
-    return await migrateToLatest(db as unknown as Kysely<unknown>, location.kind);
+    return await migrateToLatest(dialect);
   } finally {
-    await store.close();
+    await dialect.close();
   }
 }
 
 /** The migrator holds one connection for its transaction and may use another beside it. */
 const MIGRATION_POOL_MAX = 2;
 
-function connect(
-  location: DatabaseLocation,
-  options: StoreOptions,
-  purpose: 'serve' | 'migrate',
-): { db: Kysely<Database>; store: KyselyCatalogueStore } {
-  if (location.kind === 'sqlite') {
-    const { db, fastPaths, changes } = openSqlite(location.path);
-    return { db, store: new KyselyCatalogueStore(db, sqliteErrors, { fastPaths, changes }) };
-  }
-  const db = connectPostgres(location.url, {
-    poolMax: options.poolMax ?? DEFAULT_POOL_MAX,
-    queryTimeLimits: purpose === 'serve',
-  });
-  if (purpose === 'migrate') return { db, store: new KyselyCatalogueStore(db, postgresErrors) };
-  const groups = new PostgresGroupInsert(db);
-  const store = new KyselyCatalogueStore(db, postgresErrors, {
-    poolStats: () => postgresPoolStats(db),
-    changes: new PostgresChangeListener(location.url),
-    fastPaths: { insertProduct: (product) => groups.insert(product) },
-  });
-  return { db, store };
+/** The database at `location` as the store's dialect, set up to serve requests or to migrate. */
+export function openDialect(location: DatabaseLocation, options: StoreOptions, purpose: 'serve' | 'migrate'): StoreDialect {
+  if (location.kind === 'sqlite') return openSqlite(location.path, { fastPaths: options.sqliteFastPaths ?? true });
+  return openPostgres(location.url, { poolMax: options.poolMax ?? DEFAULT_POOL_MAX, purpose });
 }

@@ -7,6 +7,9 @@ export interface Database {
   catalogue_state: CatalogueStateTable;
 }
 
+/** Rows of `catalogue_state` whose sums are the count and the revision (see migration 0002). */
+export const STATE_SLOTS = 16;
+
 /** Slots kept by triggers on `product`; the count and revision are their sums (see migration 0002). */
 export interface CatalogueStateTable {
   id: number;
@@ -33,5 +36,3 @@ export interface IdempotencyKeyTable {
   /** Milliseconds since the Unix epoch. */
   created_at: number | string | bigint;
 }
-
-export type DialectKind = 'sqlite' | 'postgres';

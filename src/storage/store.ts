@@ -28,11 +28,8 @@ export interface CatalogueStore {
   /** The product with this `pk`, or `undefined`. */
   findProduct(pk: number): Promise<Product | undefined>;
 
-  /** How many products the catalogue holds, read from a counter the writes keep (never a table scan). */
-  countProducts(): Promise<number>;
-
   /**
-   * The count and revision, read together. Every instance sharing the database sees the revision
+   * The count and revision, read together from counters the writes keep (never a table scan). Every instance sharing the database sees the revision
    * change after any write, so it can key caches and ETags.
    */
   describeCatalogue(): Promise<CatalogueSummary>;
@@ -52,9 +49,6 @@ export interface CatalogueStore {
    * constant time, otherwise by walking the index only.
    */
   readPage(offset: number, limit: number): Promise<ProductPage>;
-
-  /** Up to `limit` products after skipping `offset` of them, in `pk` order. */
-  listProducts(offset: number, limit: number): Promise<Product[]>;
 
   /** Up to `limit` products whose `pk` is greater than `afterPk`, in `pk` order (keyset paging). */
   listProductsAfter(afterPk: number, limit: number): Promise<Product[]>;
@@ -80,9 +74,10 @@ export interface CatalogueStore {
 
   /**
    * Stores a new product and records `key` for it, both in one transaction: either both are
-   * stored or neither. A record of the same key older than `expiredBefore` is replaced.
-   * @throws DuplicateBarcodeError when the barcode is taken, or when the key was recorded
-   *   meanwhile by a concurrent request (look it up again to tell which); nothing is stored then.
+   * stored or neither. A record of the same key older than `expiredBefore` is replaced. Like
+   * `createProduct`, a refused product draws no `pk`, so pks come out the same on every database.
+   * @throws IdempotencyKeyTakenError when the key was recorded meanwhile by a concurrent request;
+   *   DuplicateBarcodeError when the barcode is taken otherwise. Nothing is stored then.
    */
   createKeyedProduct(product: NewProduct, key: IdempotencyRecord, expiredBefore: Date): Promise<Product>;
 

@@ -10,6 +10,7 @@ import { databaseUrl } from '../helpers/child-server.js';
 import { runCli } from '../helpers/cli.js';
 import { describeEachStore } from '../helpers/each-store.js';
 import { uniqueBarcode } from '../helpers/products.js';
+import { storedCount } from '../helpers/store-contents.js';
 import { STORES, type TestStore } from '../helpers/stores.js';
 
 const SAMPLE = fileURLToPath(new URL('../../samples/products.csv', import.meta.url));
@@ -31,7 +32,7 @@ function tempFile(t: TestContext, name: string, content: string): string {
 async function count(location: DatabaseLocation): Promise<number> {
   const store = await openStore(location);
   try {
-    return await store.countProducts();
+    return await storedCount(store);
   } finally {
     await store.close();
   }

@@ -17,10 +17,12 @@ export interface EachStoreOptions {
   /** The block's server settings, as the environment would give them; `false` starts no server. */
   readonly env?: Readonly<Record<string, string>> | false;
   readonly timeout?: number;
+  /** The databases to loop over; `STORES` unless told. */
+  readonly stores?: readonly TestStore[];
 }
 
 /**
- * Declares a block of tests once for every database of `STORES`, each named `title [database]` and
+ * Declares a block of tests once for every database of `STORES` (or `options.stores`), each named `title [database]` and
  * skipped where its database is not available, as Kysely's tests loop over dialects with `initTest`.
  * The block's server starts before the block's own `before` hooks run.
  *
@@ -34,8 +36,8 @@ export function describeEachStore(
   maybeDefine?: (ctx: StoreTestContext) => void,
 ): void {
   const [options, define] = typeof optionsOrDefine === 'function' ? [{}, optionsOrDefine] : [optionsOrDefine, maybeDefine!];
-  const { env = {}, timeout } = options;
-  for (const testStore of STORES) {
+  const { env = {}, timeout, stores = STORES } = options;
+  for (const testStore of stores) {
     describe(`${title} [${testStore.name}]`, { skip: testStore.skip, ...(timeout === undefined ? {} : { timeout }) }, () => {
       let server: RunningServer | undefined;
       if (env !== false) {
@@ -48,7 +50,7 @@ export function describeEachStore(
         testStore,
         freshStore: async (t) => {
           const { location, drop } = await testStore.create();
-          const store = await openStore(location);
+          const store = await openStore(location, testStore.storeOptions);
           t.after(async () => {
             await store.close();
             await drop();

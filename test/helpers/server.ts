@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { loadConfig, type Config, type DatabaseLocation } from '../../src/config.js';
-import { openStore } from '../../src/storage/open-store.js';
+import { openStore, type StoreOptions } from '../../src/storage/open-store.js';
 import type { CatalogueStore } from '../../src/storage/store.js';
 import { ensureBuild } from './build.js';
 import { auditResponses } from './openapi-responses.js';
@@ -27,6 +27,8 @@ export interface ServerOptions {
   readonly wrapStore?: (store: CatalogueStore) => CatalogueStore;
   /** Off unless a test turns it on: the suite's own pauses of the shared event loop are no overload. */
   readonly refuseWhenOverloaded?: boolean;
+  /** How the store is opened, beyond the settings. */
+  readonly storeOptions?: StoreOptions;
 }
 
 /**
@@ -37,7 +39,7 @@ export async function startServer(location: DatabaseLocation, env: Record<string
   // The page and the contract the app serves are read from the build.
   ensureBuild();
   const config = loadConfig({ ...env });
-  const store = await openStore(location, { poolMax: config.dbPoolMax });
+  const store = await openStore(location, { ...options.storeOptions, poolMax: config.dbPoolMax });
   // The suite's own work pauses the event loop it shares with the service: that is no overload.
   const refuseWhenOverloaded = options.refuseWhenOverloaded ?? false;
   const app = await buildApp({ config, store: options.wrapStore?.(store) ?? store, refuseWhenOverloaded });
@@ -63,7 +65,7 @@ export async function startServer(location: DatabaseLocation, env: Record<string
 /** A fresh database of `testStore` with a server over it; `stop()` also drops the database. */
 export async function startFreshServer(testStore: TestStore, env: Record<string, string> = {}, options: ServerOptions = {}): Promise<RunningServer> {
   const { location, drop } = await testStore.create();
-  const server = await startServer(location, env, options);
+  const server = await startServer(location, env, { storeOptions: testStore.storeOptions, ...options });
   return {
     ...server,
     stop: async () => {

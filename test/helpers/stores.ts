@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import type { DatabaseLocation } from '../../src/config.js';
+import type { StoreOptions } from '../../src/storage/open-store.js';
 
 /** One database the suite runs against: how to make a fresh, empty one and how to drop it. */
 export interface TestStore {
@@ -11,6 +12,8 @@ export interface TestStore {
   readonly skip: string | false;
   /** A new empty database location, private to the caller. */
   create(): Promise<{ location: DatabaseLocation; drop(): Promise<void> }>;
+  /** How stores over it are opened, beyond the defaults. */
+  readonly storeOptions?: StoreOptions;
 }
 
 const sqlite: TestStore = {
@@ -24,6 +27,12 @@ const sqlite: TestStore = {
     };
   },
 };
+
+/**
+ * SQLite with every statement going through Kysely, as on PostgreSQL: the fast paths otherwise
+ * leave the shared queries to run on SQLite only inside transactions.
+ */
+const sqliteWithoutFastPaths: TestStore = { ...sqlite, name: 'sqlite without fast paths', storeOptions: { sqliteFastPaths: false } };
 
 const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL?.trim() || undefined;
 
@@ -74,3 +83,6 @@ async function adminQuery(url: string, text: string): Promise<void> {
  * listed even when it is not available, with `skip` saying so, so that the report shows it skipped.
  */
 export const STORES: readonly TestStore[] = [sqlite, postgres];
+
+/** The databases the store's own contract tests (test/storage/) loop over: `STORES` and both SQLite paths. */
+export const CONTRACT_STORES: readonly TestStore[] = [sqlite, sqliteWithoutFastPaths, postgres];

@@ -7,7 +7,10 @@ import { STORES, postgres } from '../helpers/stores.js';
 /** One scripted request; the same script runs against every database. */
 type Step = readonly [label: string, run: (url: string) => Promise<RawResponse>];
 
-const create = (body: object): Step[1] => (url) => postJson(`${url}/api/v1/shop/product/`, JSON.stringify(body));
+const create =
+  (body: object, headers: Record<string, string> = {}): Step[1] =>
+  (url) =>
+    postJson(`${url}/api/v1/shop/product/`, JSON.stringify(body), headers);
 const get = (path: string): Step[1] => (url) => send(`${url}${path}`);
 
 const SCRIPT: readonly Step[] = [
@@ -17,6 +20,8 @@ const SCRIPT: readonly Step[] = [
   ['create with a number price', create({ name: '  Crème brûlée « maison » 🍮  ', barcode: '3017620422003', price: 0.5 })],
   ['duplicate barcode', create({ name: 'Again', barcode: '4006381333931', price: '1.00' })],
   ['create after a conflict', create({ name: 'Tea', barcode: '5000112637922', price: '9999999999.99' })],
+  ['keyed duplicate barcode', create({ name: 'Keyed again', barcode: '4006381333931', price: '1.00' }, { 'Idempotency-Key': 'same-answers-1' })],
+  ['create after a keyed conflict', create({ name: 'Honey', barcode: '8712345678906', price: '4.20' })],
   ['invalid product', create({ name: '', barcode: '4006381333932', price: '-1' })],
   ['create after a refusal', create({ name: 'Zero', barcode: '0000000000000', price: '0' })],
   ['one product', get('/api/v1/shop/product/2')],

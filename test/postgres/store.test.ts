@@ -3,8 +3,9 @@ import { describe, it } from 'node:test';
 import { Client } from 'pg';
 import { DuplicateBarcodeError } from '../../src/catalogue/errors.js';
 import { migrateStore, openStore } from '../../src/storage/open-store.js';
-import { postgresErrors } from '../../src/storage/postgres/connect.js';
+import { postgresErrors } from '../../src/storage/postgres/dialect.js';
 import { uniqueBarcode } from '../helpers/products.js';
+import { storedCount } from '../helpers/store-contents.js';
 import { postgres } from '../helpers/stores.js';
 
 describe('PostgreSQL errors', () => {
@@ -64,7 +65,7 @@ describe('PostgreSQL migrations', { skip: postgres.skip }, () => {
     const store = await opening;
     t.after(() => store.close());
     assert.ok(performance.now() - started >= 7_000);
-    assert.equal(await store.countProducts(), 0);
+    assert.equal(await storedCount(store), 0);
   });
 
   it('keep each schema to itself when one database holds several', async (t) => {
@@ -82,7 +83,7 @@ describe('PostgreSQL migrations', { skip: postgres.skip }, () => {
     // The same barcode is free in another schema: it is another catalogue.
     const other = await secondStore.createProduct({ name: 'Tea', barcode, priceCents: 250 });
     assert.equal(other.pk, 1);
-    assert.equal(await secondStore.countProducts(), 1);
+    assert.equal(await storedCount(secondStore), 1);
     await assert.rejects(secondStore.createProduct({ name: 'Again', barcode, priceCents: 1 }), DuplicateBarcodeError);
   });
 

@@ -3,10 +3,12 @@ import { it } from 'node:test';
 import type { NewProduct } from '../../src/catalogue/product.js';
 import { describeEachStore } from '../helpers/each-store.js';
 import { uniqueBarcode } from '../helpers/products.js';
+import { storedCount, storedProducts } from '../helpers/store-contents.js';
+import { CONTRACT_STORES } from '../helpers/stores.js';
 
 const product = (name: string): NewProduct => ({ name, barcode: uniqueBarcode(), priceCents: 100 });
 
-describeEachStore('writes in transactions beside grouped creates', { env: false }, (ctx) => {
+describeEachStore('writes in transactions beside grouped creates', { env: false, stores: CONTRACT_STORES }, (ctx) => {
   it('keyed creates, bulk inserts and plain creates at once all land, each exactly once', async (t) => {
     const store = await ctx.freshStore(t);
     const expected: string[] = [];
@@ -25,12 +27,12 @@ describeEachStore('writes in transactions beside grouped creates', { env: false 
         ...plain.map((p) => store.createProduct(p)),
         store.insertProducts(batches()),
         store.findProduct(1),
-        store.countProducts(),
+        store.describeCatalogue(),
       ]);
       expected.push(...[keyed, ...plain, ...bulk].map((p) => p.barcode));
     }
-    const stored = await store.listProducts(0, 1000);
+    const stored = await storedProducts(store);
     assert.deepEqual(stored.map((p) => p.barcode).sort(), expected.sort());
-    assert.equal(await store.countProducts(), expected.length);
+    assert.equal(await storedCount(store), expected.length);
   });
 });

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { connectSqlite } from '../../src/storage/sqlite/connect.js';
+import { openSqlite } from '../../src/storage/sqlite/dialect.js';
 import { openSqliteConnection, sqliteDriverName, type SqliteConnection } from '../../src/storage/sqlite/driver.js';
 
 /** Runs `use` on a fresh connection to `path` and closes it whatever happens. */
@@ -30,11 +30,11 @@ describe(`SQLite on Node ${process.versions.node} (${sqliteDriverName()})`, () =
 
   it('opens the service database with WAL and synchronous = FULL', async () => {
     const path = join(dir, 'pragmas.db');
-    const db = connectSqlite(path);
+    const dialect = openSqlite(path);
     try {
-      await db.selectNoFrom((eb) => eb.val(1).as('one')).execute();
+      await dialect.db.selectNoFrom((eb) => eb.val(1).as('one')).execute();
     } finally {
-      await db.destroy();
+      await dialect.close();
     }
     withConnection(path, (check) => {
       assert.deepEqual({ ...(check.prepare('PRAGMA journal_mode').get() as object) }, { journal_mode: 'wal' });

@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import type { ChangeSignal } from '../kysely-store.js';
+import type { ChangeSignal } from '../dialect.js';
 
 /** Waits between attempts to listen again after the connection was lost: doubling, up to the last. */
 const RETRY_MS = { first: 50, most: 2_000 } as const;

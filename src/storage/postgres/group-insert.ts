@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { DuplicateBarcodeError } from '../../catalogue/errors.js';
 import type { NewProduct } from '../../catalogue/product.js';
-import type { ProductRow } from '../kysely-store.js';
+import type { ProductRow } from '../dialect.js';
 import type { Database } from '../schema.js';
 
 interface Waiting {

@@ -2,9 +2,11 @@ import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Kysely, SqliteDialect } from 'kysely';
 import type { Database } from '../schema.js';
-import type { ChangeSignal, DialectErrors, DialectFastPaths, ProductRow, StateRow } from '../kysely-store.js';
-import { openSqliteConnection, type SqliteStatement } from './driver.js';
+import type { ChangeSignal, DialectErrors, DialectFastPaths, ProductRow, StateRow, StoreDialect } from '../dialect.js';
+import { openSqliteConnection, type SqliteConnection, type SqliteStatement } from './driver.js';
 import { GroupInsert } from './group-insert.js';
+import { sqliteMigrations } from './migrations.js';
+import { sqliteSearch } from './search.js';
 import { withStatementCache } from './statement-cache.js';
 
 /** Every pragma the service relies on, in one place. */
@@ -18,38 +20,45 @@ const PRAGMAS = [
   'foreign_keys = ON',
 ];
 
-/**
- * Opens (creating when missing, folder included) the SQLite database at `path`, or an in-memory
- * one for `:memory:`, with the service's pragmas applied.
- */
-export function connectSqlite(path: string): Kysely<Database> {
-  return openSqlite(path).db;
+export interface SqliteOptions {
+  /**
+   * Whether the store runs its hottest statements straight on the connection (group-commit inserts,
+   * reads from prepared statements) rather than through Kysely; on unless turned off, as the tests do
+   * to keep the shared queries tested outside transactions too.
+   */
+  readonly fastPaths?: boolean;
 }
 
 /**
- * Opens the SQLite database at `path` as `connectSqlite` does, with the store's fast paths over the
- * same connection: group-commit inserts and reads straight from prepared statements. Kysely, too,
- * reuses prepared statements on this connection.
+ * Opens (creating when missing, folder included) the SQLite database at `path`, or an in-memory one
+ * for `:memory:`, with the service's pragmas applied, as the store's dialect. Kysely reuses prepared
+ * statements on the one connection, and so do the fast paths.
  */
-export function openSqlite(path: string): { db: Kysely<Database>; fastPaths: DialectFastPaths; changes: ChangeSignal } {
+export function openSqlite(path: string, { fastPaths = true }: SqliteOptions = {}): StoreDialect {
   if (path !== ':memory:') {
     makeFolders(dirname(path));
     assertWritable(path);
   }
   const database = openSqliteConnection(path);
   for (const pragma of PRAGMAS) database.exec(`PRAGMA ${pragma}`);
-  // Prepared on first use, once the migrations have created the tables.
-  let prepared: { groupInsert: GroupInsert; find: SqliteStatement<[number], ProductRow>; state: SqliteStatement<[], StateRow> } | undefined;
-  const statements = () =>
-    (prepared ??= {
-      groupInsert: new GroupInsert(database),
-      find: database.prepare<[number], ProductRow>('SELECT pk, name, barcode, price_cents FROM product WHERE pk = ?'),
-      // SQLite's triggers keep everything in slot 0 (one writer at a time), so one row is the sum.
-      state: database.prepare<[], StateRow>('SELECT product_count, revision FROM catalogue_state WHERE id = 0'),
-    });
-  // Changes when another connection (another process: an import) commits to the file; this
-  // connection's own writes do not change it, and the store counts those itself. Cheaper than reading
-  // the revision row: no table page is read.
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
+  return {
+    db,
+    errors: sqliteErrors,
+    migrations: sqliteMigrations,
+    search: sqliteSearch,
+    changes: dataVersionSignal(database),
+    ...(fastPaths ? { fastPaths: directStatements(database) } : {}),
+    close: () => db.destroy(),
+  };
+}
+
+/**
+ * Changes when another connection (another process: an import) commits to the file; this
+ * connection's own writes do not change it, and the store counts those itself. Cheaper than reading
+ * the revision row: no table page is read.
+ */
+function dataVersionSignal(database: SqliteConnection): ChangeSignal {
   // Read as a row (no driver-specific plucking), so that every SQLite driver runs it alike.
   const dataVersion = database.prepare<[], { data_version: number }>('PRAGMA data_version');
   // Read once per turn of the event loop: the requests of one turn arrived together, so none of them
@@ -60,19 +69,29 @@ export function openSqlite(path: string): { db: Kysely<Database>; fastPaths: Dia
     setImmediate(() => (seenVersion = undefined));
     return dataVersion.get()!.data_version;
   };
+  return { current: () => (seenVersion ??= readVersionOncePerTurn()) };
+}
+
+/** Group-commit inserts and reads straight from prepared statements, over the store's connection. */
+function directStatements(database: SqliteConnection): DialectFastPaths {
+  // Prepared on first use, once the migrations have created the tables.
+  let prepared: { groupInsert: GroupInsert; find: SqliteStatement<[number], ProductRow>; state: SqliteStatement<[], StateRow> } | undefined;
+  const statements = () =>
+    (prepared ??= {
+      groupInsert: new GroupInsert(database),
+      find: database.prepare<[number], ProductRow>('SELECT pk, name, barcode, price_cents FROM product WHERE pk = ?'),
+      // SQLite's triggers keep everything in slot 0 (one writer at a time), so one row is the sum.
+      state: database.prepare<[], StateRow>('SELECT product_count, revision FROM catalogue_state WHERE id = 0'),
+    });
   return {
-    changes: { current: () => (seenVersion ??= readVersionOncePerTurn()) },
-    db: new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) }),
-    fastPaths: {
-      insertProduct: (product) => statements().groupInsert.insert(product),
-      // While a Kysely transaction is open on this connection, a direct read would see its uncommitted
-      // rows; the store then takes Kysely's path, which waits for the transaction to end.
-      get findProduct() {
-        return database.inTransaction ? undefined : (pk: number) => statements().find.get(pk);
-      },
-      get readState() {
-        return database.inTransaction ? undefined : () => statements().state.get();
-      },
+    insertProduct: (product) => statements().groupInsert.insert(product),
+    // While a Kysely transaction is open on this connection, a direct read would see its uncommitted
+    // rows; the store then takes Kysely's path, which waits for the transaction to end.
+    get findProduct() {
+      return database.inTransaction ? undefined : (pk: number) => statements().find.get(pk);
+    },
+    get readState() {
+      return database.inTransaction ? undefined : () => statements().state.get();
     },
   };
 }
@@ -106,7 +125,6 @@ function assertWritable(path: string): void {
 }
 
 export const sqliteErrors: DialectErrors = {
-  kind: 'sqlite',
   // better-sqlite3 names the extended result code; node:sqlite gives its number.
   isUniqueViolation: (error) => field(error, 'code') === 'SQLITE_CONSTRAINT_UNIQUE' || field(error, 'errcode') === SQLITE_CONSTRAINT_UNIQUE,
   // An embedded database is never "unreachable"; a busy or broken file is a real error.

@@ -8,9 +8,12 @@ import {
 } from 'kysely';
 import { Pool, type PoolClient } from 'pg';
 import { errorCode } from '../../error-details.js';
-import type { PoolStats } from '../store.js';
-import type { DialectErrors } from '../kysely-store.js';
+import type { DialectErrors, StoreDialect } from '../dialect.js';
 import type { Database } from '../schema.js';
+import { PostgresChangeListener } from './change-listener.js';
+import { PostgresGroupInsert } from './group-insert.js';
+import { postgresMigrations } from './migrations.js';
+import { postgresSearch } from './search.js';
 
 /** Opening a connection, or waiting for a free one when the pool is full, gives up after this. */
 const CONNECTION_TIMEOUT_MS = 2_000;
@@ -32,17 +35,22 @@ const IDLE_TIMEOUT_MS = 30_000;
 export interface PostgresOptions {
   /** Most connections open at once. */
   readonly poolMax: number;
-  /** Whether each query is bounded in time: yes to serve requests, no to migrate. */
-  readonly queryTimeLimits: boolean;
+  /**
+   * To serve requests: each query bounded in time, creates grouped into one statement, and other
+   * instances' changes heard by LISTEN. To migrate: none of these (a migration may outlast any time
+   * limit).
+   */
+  readonly purpose: 'serve' | 'migrate';
 }
 
 /**
- * Connects to the PostgreSQL database at `url` through a pool of connections. Nothing is opened
- * until the first query; a lost connection is replaced on the next one.
+ * Connects to the PostgreSQL database at `url` through a pool of connections, as the store's
+ * dialect. Nothing is opened until the first query; a lost connection is replaced on the next one.
  *
- * @example const db = connectPostgres('postgres://catalogue@127.0.0.1:5432/catalogue', { poolMax: 10, queryTimeLimits: true });
+ * @example const dialect = openPostgres('postgres://catalogue@127.0.0.1:5432/catalogue', { poolMax: 10, purpose: 'serve' });
  */
-export function connectPostgres(url: string, { poolMax, queryTimeLimits }: PostgresOptions): Kysely<Database> {
+export function openPostgres(url: string, { poolMax, purpose }: PostgresOptions): StoreDialect {
+  const serve = purpose === 'serve';
   const pool = new Pool({
     connectionString: url,
     max: poolMax,
@@ -50,7 +58,7 @@ export function connectPostgres(url: string, { poolMax, queryTimeLimits }: Postg
     idleTimeoutMillis: IDLE_TIMEOUT_MS,
     keepAlive: true,
     application_name: 'catalogue',
-    ...(queryTimeLimits ? QUERY_TIME_LIMITS : {}),
+    ...(serve ? QUERY_TIME_LIMITS : {}),
   });
   // An idle connection that breaks (server restart, network cut) is dropped by the pool; without a
   // listener its error event would end the process. Requests in flight get their own error.
@@ -61,16 +69,20 @@ export function connectPostgres(url: string, { poolMax, queryTimeLimits }: Postg
   // end the process. The next query on that client fails, and the request gets a 503.
   pool.on('connect', (client) => client.on('error', () => undefined));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: discardingFailedClients(pool) }) });
-  pools.set(db, pool);
-  return db;
-}
-
-const pools = new WeakMap<Kysely<Database>, Pool>();
-
-/** The state of the pool under a `connectPostgres` database, for metrics. */
-export function postgresPoolStats(db: Kysely<Database>): PoolStats {
-  const pool = pools.get(db);
-  return pool === undefined ? { total: 0, idle: 0, waiting: 0 } : { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
+  const common = { db, errors: postgresErrors, migrations: postgresMigrations, search: postgresSearch };
+  if (!serve) return { ...common, close: () => db.destroy() };
+  const groups = new PostgresGroupInsert(db);
+  const listener = new PostgresChangeListener(url);
+  return {
+    ...common,
+    fastPaths: { insertProduct: (product) => groups.insert(product) },
+    changes: listener,
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    close: async () => {
+      await listener.close();
+      await db.destroy();
+    },
+  };
 }
 
 /**
@@ -153,7 +165,6 @@ const DRIVER_MESSAGES = [
 ];
 
 export const postgresErrors: DialectErrors = {
-  kind: 'postgres',
   isUniqueViolation: (error) => errorCode(error) === '23505',
   isConnectionFailure,
 };

@@ -1,0 +1,123 @@
+import type { ColumnDefinitionBuilder, Kysely, Migration, RawBuilder, Selectable } from 'kysely';
+import type { NewProduct } from '../catalogue/product.js';
+import type { Database, ProductTable } from './schema.js';
+import type { PoolStats } from './store.js';
+
+/**
+ * One database as the store sees it, the same shape for every database (as Kysely's
+ * `src/dialect/<name>/` folders each make one dialect): its connection, how its errors read, the SQL
+ * its migrations write in its own words, and its optional fast paths. Everything else the store
+ * does is written once over `db`.
+ */
+export interface StoreDialect {
+  readonly db: Kysely<Database>;
+  readonly errors: DialectErrors;
+  readonly migrations: DialectMigrations;
+  readonly search: DialectSearch;
+  /** Statements run outside Kysely where they beat it; without them the shared queries run. */
+  readonly fastPaths?: DialectFastPaths;
+  /** Tells of changes other connections commit; without it every `cacheGeneration()` reads the revision. */
+  readonly changes?: ChangeSignal;
+  /** The connection pool's state, where there is a pool. */
+  poolStats?(): PoolStats;
+  /** Releases every connection (and the change signal's). */
+  close(): Promise<void>;
+}
+
+/** How a database's errors read. */
+export interface DialectErrors {
+  isUniqueViolation(error: unknown): boolean;
+  isConnectionFailure(error: unknown): boolean;
+}
+
+/**
+ * What the schema's history (storage/migrations.ts) writes differently per database. The steps
+ * named here run at the place of the same name there, and must keep writing exactly what they
+ * wrote: databases already migrated do not run them again.
+ */
+export interface DialectMigrations {
+  /** 0001, 0003: the type of a product's `pk` and of the columns that refer to it. */
+  readonly pkType: 'integer' | 'bigint';
+  /** 0001: makes `pk` the primary key, drawn so that a pk is never reused. */
+  primaryKey(column: ColumnDefinitionBuilder): ColumnDefinitionBuilder;
+  /** 0002: the triggers keeping `catalogue_state`'s rows. */
+  readonly catalogueState: Migration;
+  /** 0004: the notice of committed changes to the products, where the database needs one. */
+  readonly changeNotice: Migration;
+  /** 0005: the trigram index over `name_folded`, and the trigger clearing the copy of a renamed name. */
+  readonly search: Migration;
+  /** The schema holding Kysely's bookkeeping tables, or `undefined` where the database has one. */
+  migrationTableSchema(db: Kysely<unknown>): Promise<string | undefined>;
+}
+
+/**
+ * What the product search (storage/search-index.ts) writes differently per database: the trigram
+ * index it reads (SQLite FTS5, PostgreSQL pg_trgm) and how values are typed.
+ */
+export interface DialectSearch {
+  /** A row `(pk, name, folded)` of a VALUES list, typed alike on every row. */
+  foldedRow(pk: number | string, name: string, folded: string): RawBuilder<unknown>;
+  /** A pk as a parameter compared with `product.pk`. */
+  pkParameter(pk: number | string): number | string;
+  /** What follows `FROM product` in the read of the names without a folded copy. */
+  readonly unfoldedHint: string;
+  /** Whether `product.name_folded` holds `text`, read name by name. */
+  contains(text: string): RawBuilder<boolean>;
+  /** What to ORDER BY for `pk` order of the matches of a plain WHERE on `product`. */
+  readonly pkOrder: RawBuilder<number>;
+  /**
+   * The matches of a search text; `short` when it has fewer characters than a trigram. `plain` makes
+   * a source of a WHERE on `product` alone.
+   */
+  textSource(text: string, short: boolean, plain: (where: RawBuilder<boolean>, readsEveryName: boolean) => FilterSource): FilterSource;
+}
+
+/**
+ * Where a filter's matches come from, as SQL over table `product` (every column of it is reachable).
+ */
+export interface FilterSource {
+  /** The FROM clause. */
+  readonly from: RawBuilder<unknown>;
+  readonly where: RawBuilder<boolean>;
+  /** The matches' `pk`, cheapest to compare (FTS5 hands out rowids in order). */
+  readonly pk: RawBuilder<number>;
+  /** What to ORDER BY for `pk` order. */
+  readonly order: RawBuilder<number>;
+  /** A cheaper FROM and WHERE that count the same matches. */
+  readonly count: RawBuilder<unknown>;
+  /** Whether every folded name is read: the text is too short for a trigram index. */
+  readonly readsEveryName: boolean;
+}
+
+/**
+ * A dialect's way to learn, without a query per request where it can, that another connection
+ * committed a change to the products (PostgreSQL: LISTEN; SQLite: `PRAGMA data_version`).
+ */
+export interface ChangeSignal {
+  /**
+   * A number that differs from the one before whenever another connection committed a change since;
+   * `undefined` while the dialect cannot tell (then the store reads the revision).
+   */
+  current(): number | undefined;
+}
+
+/**
+ * A dialect's own ways to run the hottest statements, where they beat going through Kysely (SQLite:
+ * group commit, and reads straight from prepared statements; PostgreSQL: grouped inserts). Each must
+ * behave exactly as the shared query it replaces; inserts must settle only once the row is durable
+ * and reject with the driver's error or DuplicateBarcodeError.
+ */
+export interface DialectFastPaths {
+  readonly insertProduct?: (product: NewProduct) => Promise<ProductRow>;
+  readonly findProduct?: (pk: number) => ProductRow | undefined;
+  readonly readState?: () => StateRow | undefined;
+}
+
+/** A product as the store reads it. */
+export type ProductRow = Pick<Selectable<ProductTable>, 'pk' | 'name' | 'barcode' | 'price_cents'>;
+
+/** The sums of `catalogue_state`: the count and the revision. */
+export interface StateRow {
+  product_count: number | string | bigint | null;
+  revision: number | string | bigint | null;
+}
