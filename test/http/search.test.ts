@@ -73,6 +73,26 @@ async function runSql(location: DatabaseLocation, statement: string, parameters:
   }
 }
 
+/** How many products have no folded copy of their name, read with plain SQL. */
+async function countUnfolded(location: DatabaseLocation): Promise<number> {
+  const statement = 'SELECT count(*) AS n FROM product WHERE name_folded IS NULL';
+  if (location.kind === 'sqlite') {
+    const db = openSqliteConnection(location.path);
+    try {
+      return Number((db.prepare(statement).get() as { n: number }).n);
+    } finally {
+      db.close();
+    }
+  }
+  const client = new Client({ connectionString: location.url });
+  await client.connect();
+  try {
+    return Number((await client.query<{ n: string }>(statement)).rows[0]?.n);
+  } finally {
+    await client.end();
+  }
+}
+
 const encode = (text: string) => encodeURIComponent(text);
 
 for (const testStore of STORES) {
@@ -209,6 +229,18 @@ for (const testStore of STORES) {
         assert.equal(res.text, '');
       }
       assert.equal((await send(`${v1}?barcode=1`, { method: 'HEAD' })).status, 400);
+    });
+
+    it('stores the folded name with every product it writes, so no search has names to fold first', async () => {
+      // Concurrent creates, so that PostgreSQL's grouped insert writes several in one statement.
+      await Promise.all(['Birnen Dicksaft', 'Äpfel Mus', 'Crème Anglaise'].map((name) => createProduct(server.url, { name })));
+      await server.store.insertProducts((async function* () {
+        yield [{ name: 'Hagebutten Tee', barcode: uniqueBarcode(), priceCents: 120 }];
+      })());
+      await server.store.applyPriceList((async function* () {
+        yield [{ name: 'Kräuter Tee', barcode: uniqueBarcode(), priceCents: 130 }];
+      })());
+      assert.equal(await countUnfolded(server.location), 0);
     });
 
     it('finds a created product at once, and a renamed or imported one by its new name only', async () => {

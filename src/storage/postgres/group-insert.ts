@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { DuplicateBarcodeError } from '../../catalogue/errors.js';
 import type { NewProduct } from '../../catalogue/product.js';
+import { foldForSearch } from '../../catalogue/search.js';
 import type { ProductRow } from '../dialect.js';
 import type { Database } from '../schema.js';
 
@@ -51,16 +52,18 @@ export class PostgresGroupInsert {
     try {
       const { rows } = await sql<ProductRow>`
         WITH input AS (
-          SELECT name, barcode, price_cents, ord
-          FROM unnest(${group.map((w) => w.product.name)}::text[], ${group.map((w) => w.product.barcode)}::text[],
-                      ${group.map((w) => w.product.priceCents)}::bigint[]) WITH ORDINALITY AS t(name, barcode, price_cents, ord)
+          SELECT name, name_folded, barcode, price_cents, ord
+          FROM unnest(${group.map((w) => w.product.name)}::text[], ${group.map((w) => foldForSearch(w.product.name))}::text[],
+                      ${group.map((w) => w.product.barcode)}::text[], ${group.map((w) => w.product.priceCents)}::bigint[])
+               WITH ORDINALITY AS t(name, name_folded, barcode, price_cents, ord)
         ), fresh AS (
-          SELECT DISTINCT ON (barcode) name, barcode, price_cents, ord FROM input
+          SELECT DISTINCT ON (barcode) name, name_folded, barcode, price_cents, ord FROM input
           WHERE NOT EXISTS (SELECT 1 FROM product WHERE product.barcode = input.barcode)
           ORDER BY barcode, ord
         )
-        INSERT INTO product (name, barcode, price_cents)
-        SELECT name, barcode, price_cents FROM fresh ORDER BY ord
+        -- With its folded copy, so that the next search has no name to fold first.
+        INSERT INTO product (name, name_folded, barcode, price_cents)
+        SELECT name, name_folded, barcode, price_cents FROM fresh ORDER BY ord
         ON CONFLICT (barcode) DO NOTHING
         RETURNING pk, name, barcode, price_cents`.execute(this.#db);
       const stored = new Map(rows.map((row) => [row.barcode, row]));
