@@ -16,7 +16,7 @@ import { RevisionCache } from './revision-cache.js';
 import { sendTagged, serializeOk, tagBody, taggedSize, type TaggedBody } from './conditional.js';
 import { ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
 import type { PageWire } from './schemas.js';
-import { requestAddress, type RequestAddress } from './request-address.js';
+import { linkBase, requestAddress, type RequestAddress } from './request-address.js';
 import { pageItemWire } from './wire.js';
 import { FILTER_PARAMETERS, hasFilter, productFilter } from './filters.js';
 import type { FieldErrors } from '../catalogue/product.js';
@@ -122,12 +122,12 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
 }
 
 /**
- * The page's address as its links will be written: the Host and the target as sent. `undefined` where
- * the links would depend on more than that (no Host, or an absolute-form target): such pages are not cached.
+ * The page's address as its links will be written: their scheme and host (a trusted proxy's included)
+ * and the target as sent. `undefined` where the links would depend on more than that (no Host, or an
+ * absolute-form target): such pages are not cached.
  */
 function cacheKey(request: FastifyRequest): string | undefined {
-  const host = request.headers.host;
-  return host === undefined || !request.url.startsWith('/') ? undefined : `${request.protocol}://${host}${request.url}`;
+  return request.headers.host === undefined || !request.url.startsWith('/') ? undefined : `${linkBase(request)}${request.url}`;
 }
 
 /** One style's reading of a page request: which rows it needs, and the page built from them. */
