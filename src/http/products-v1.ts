@@ -170,7 +170,7 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
         },
       },
       handler: async (request, reply) => {
-        const { pk } = request.params as { pk: string };
+        const { pk } = request.params;
         const key = parsePk(pk);
         const generation = await store.cacheGeneration();
         const cached = details.get(generation, String(key));
