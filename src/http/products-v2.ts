@@ -2,7 +2,6 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import type { Pagination } from '../config.js';
 import type { CatalogueStore, ProductPage } from '../storage/store.js';
-import type { CorsSettings } from './cors.js';
 import {
   PAGE_NUMBER_SIZE,
   limitOffsetLinks,
@@ -27,7 +26,6 @@ const PAGE_CACHE_ENTRIES = 20_000;
 
 export interface ProductsV2Options {
   readonly store: CatalogueStore;
-  readonly cors: CorsSettings;
   readonly pagination: Pagination;
   readonly pageSize: number;
   readonly maxLimit: number;
@@ -35,7 +33,7 @@ export interface ProductsV2Options {
 
 /** v2: the catalogue a page at a time, in the style the deployment chose. */
 export async function productsV2(app: FastifyInstance, options: ProductsV2Options): Promise<void> {
-  const { store, cors, pagination } = options;
+  const { store, pagination } = options;
   const querystring =
     pagination === 'limit-offset'
       ? Type.Object({
@@ -64,7 +62,7 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
   // filters included): a hit needs no database work.
   const cache = new RevisionCache<TaggedBody>(PAGE_CACHE_BYTES, taggedSize, PAGE_CACHE_ENTRIES);
 
-  resource(app, cors, '/api/v2/shop/products', {
+  resource(app, '/api/v2/shop/products', {
     GET: {
       options: {
         // The querystring schema documents the parameters; parseLimitOffset and parsePage check them,

@@ -12,7 +12,7 @@ import type {
   RouteShorthandOptions,
 } from 'fastify';
 import Type from 'typebox';
-import { CORS_METHODS, preflight, type CorsSettings } from './cors.js';
+import { CORS_METHODS } from './answer-headers.js';
 import { TAGS } from './docs.js';
 import { HttpProblem } from './problem.js';
 import { HOST_NOT_VALID, emptyResponse } from './responses.js';
@@ -42,7 +42,7 @@ interface Methods<G extends FastifySchema, P extends FastifySchema> {
  * HEAD is served wherever GET is (Fastify derives it from the GET route). The document lists the
  * served methods and the preflight as operations; refusals are described on the path, not listed.
  */
-export function resource<G extends FastifySchema, P extends FastifySchema>(app: FastifyInstance, cors: CorsSettings, url: string, methods: Methods<G, P>): void {
+export function resource<G extends FastifySchema, P extends FastifySchema>(app: FastifyInstance, url: string, methods: Methods<G, P>): void {
   const served = (['GET', 'POST'] as const).filter((m) => methods[m] !== undefined);
   const allowed: string[] = served.flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m]));
   allowed.push('OPTIONS');
@@ -69,13 +69,13 @@ export function resource<G extends FastifySchema, P extends FastifySchema>(app: 
           Allow: Type.String({ examples: [allow] }),
           'Access-Control-Allow-Origin': Type.String({ description: '`*` unless the deployment lists origins (CORS_ORIGIN).', examples: ['*'] }),
           'Access-Control-Allow-Methods': Type.String({ examples: [CORS_METHODS] }),
-          'Access-Control-Allow-Headers': Type.String({ examples: [cors.allowedHeaders.join(', ')] }),
+          'Access-Control-Allow-Headers': Type.String({ examples: [app.answerHeaders.allowedHeaders] }),
         }),
         400: HOST_NOT_VALID,
       },
     },
     // Answered before the body is read: a preflight is a 200 whatever body or type it carries.
-    onRequest: async (_request, reply) => preflight(reply, cors, allow),
+    onRequest: async (_request, reply) => app.answerHeaders.preflight(reply, allow),
     handler: async () => undefined,
   });
 
