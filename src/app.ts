@@ -69,7 +69,8 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   // The order below is load-bearing, and this is the one place that says why. Hooks and onRoute hooks
   // act only on what is registered after them, so each step comes after what it must see:
   // 1. what every answer carries (problem errors, strict JSON, request id, CORS), then the Host check,
-  //    so that its 400 carries those headers like any answer;
+  //    so that its 400 carries those headers like any answer; every route's preflight reads the
+  //    app's answerHeaders, which therefore come before any route;
   // 2. the API docs, which learn each route as it is added;
   // 3. probes and metrics, before the rate limit and the token, so monitoring is never held back;
   // 4. the rate limit and the write token, whose onRoute hooks add 429 and 401 to the documented
