@@ -72,8 +72,9 @@ export function requestAddress(request: FastifyRequest): RequestAddress {
  * own scheme and `Host`. A forwarded value that is no `http`/`https` or no valid host is ignored.
  */
 export function linkBase(request: FastifyRequest): string {
-  // `request.host` is `Host`, or `X-Forwarded-Host` from a trusted proxy.
-  const host = request.host !== '' && isValidHost(request.host) ? request.host : (request.headers.host ?? localAddress(request));
+  // `request.host` is `Host`, which the Host check has passed, or `X-Forwarded-Host` from a trusted proxy.
+  const claimed = request.host;
+  const host = claimed === request.headers.host || (claimed !== '' && isValidHost(claimed)) ? claimed : (request.headers.host ?? localAddress(request));
   return `${linkScheme(request)}://${host}`;
 }
 
