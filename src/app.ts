@@ -2,7 +2,7 @@
 import type {} from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from './config.js';
-import { useCors, type CorsSettings } from './http/cors.js';
+import { AnswerHeaders, requestId, useAnswerHeaders } from './http/answer-headers.js';
 import { useApiDocs } from './http/docs.js';
 import { useProblemErrors } from './http/error-handler.js';
 import { health } from './http/health.js';
@@ -15,7 +15,6 @@ import { productsV1 } from './http/products-v1.js';
 import { useHostCheck } from './http/request-address.js';
 import { useUnreadBodyLimit } from './http/unread-bodies.js';
 import { productsV2 } from './http/products-v2.js';
-import { requestId, useRequestIdHeader, withRequestId } from './http/request-id.js';
 import { useSharedSchemas } from './http/responses.js';
 import { webPage } from './http/web-page.js';
 import { useWriteToken } from './http/write-access.js';
@@ -41,7 +40,7 @@ export interface AppOptions {
 export async function buildApp({ config, store, logger = false, refuseWhenOverloaded = true }: AppOptions): Promise<FastifyInstance> {
   const allowedHeaders = ['Content-Type', 'Idempotency-Key'];
   if (config.apiToken !== undefined) allowedHeaders.push('Authorization');
-  const cors: CorsSettings = { origin: config.corsOrigin, allowedHeaders };
+  const answerHeaders = new AnswerHeaders({ origin: config.corsOrigin, allowedHeaders });
   const app = Fastify({
     logger,
     bodyLimit: BODY_LIMIT_BYTES,
@@ -50,8 +49,8 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     trustProxy: trustProxySetting(config.trustProxy),
     genReqId: requestId,
-    frameworkErrors: withRequestId(frameworkErrors(cors)),
-    clientErrorHandler: clientErrorHandler(cors),
+    frameworkErrors: frameworkErrors(answerHeaders),
+    clientErrorHandler: clientErrorHandler(answerHeaders),
     requestTimeout: TIMEOUTS.requestMs,
     // Node enforces the header and request time limits only when it checks its connections, every
     // 30 s by default: a limit of 15 s could then take 45 s to strike.
@@ -70,7 +69,8 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   // The order below is load-bearing, and this is the one place that says why. Hooks and onRoute hooks
   // act only on what is registered after them, so each step comes after what it must see:
   // 1. what every answer carries (problem errors, strict JSON, request id, CORS), then the Host check,
-  //    so that its 400 carries those headers like any answer;
+  //    so that its 400 carries those headers like any answer; every route's preflight reads the
+  //    app's answerHeaders, which therefore come before any route;
   // 2. the API docs, which learn each route as it is added;
   // 3. probes and metrics, before the rate limit and the token, so monitoring is never held back;
   // 4. the rate limit and the write token, whose onRoute hooks add 429 and 401 to the documented
@@ -79,22 +79,20 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   useProblemErrors(app);
   useStrictJsonBodies(app);
   useUnreadBodyLimit(app);
-  useRequestIdHeader(app);
-  await useCors(app, cors);
+  useAnswerHeaders(app, answerHeaders);
   useHostCheck(app);
   await useApiDocs(app, { writeToken: config.apiToken !== undefined });
   useSharedSchemas(app);
   // Before everything that costs work, after the hooks that give every answer its id and CORS headers.
   declareOverloadAnswer(app);
   if (refuseWhenOverloaded) await useOverloadRefusal(app);
-  useMetrics(app, cors, store);
-  await app.register(health, { store, cors });
+  useMetrics(app, store);
+  await app.register(health, { store });
   if (config.rateLimit !== undefined) await useRateLimit(app, config.rateLimit);
   if (config.apiToken !== undefined) useWriteToken(app, config.apiToken);
-  await app.register(productsV1, { store, cors });
+  await app.register(productsV1, { store });
   await app.register(productsV2, {
     store,
-    cors,
     pagination: config.pagination,
     pageSize: config.pageSize,
     maxLimit: config.maxLimit,

@@ -1,5 +1,8 @@
 import { JsonNumber } from './json-number.js';
 
+/** An EAN-13's form before its check digit is checked: exactly 13 ASCII digits. */
+export const EAN13_FORM = /^[0-9]{13}$/;
+
 /**
  * Computes the GS1 check digit of the first 12 digits of an EAN-13 barcode.
  *
@@ -30,7 +33,7 @@ export function barcodeProblems(value: unknown): string[] {
   if (typeof value !== 'string') {
     return ['The barcode must be a string of 13 digits.'];
   }
-  if (!/^[0-9]{13}$/.test(value)) {
+  if (!EAN13_FORM.test(value)) {
     return [`An EAN-13 barcode is exactly 13 digits (0-9); got ${describeLength(value)}.`];
   }
   const expected = ean13CheckDigit(value);

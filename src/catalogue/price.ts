@@ -1,8 +1,13 @@
 import { JsonNumber } from './json-number.js';
 import { truncate } from './truncate.js';
 
+/** Digits a price may have before its point: cents then stay far inside a double's exact integers. */
+export const PRICE_WHOLE_DIGITS = 10;
+/** Digits after the point: prices are whole cents. */
+export const PRICE_DECIMALS = 2;
+
 /** The largest price the catalogue keeps: 10 digits before the point, 2 after. */
-export const MAX_PRICE_CENTS = 999_999_999_999;
+export const MAX_PRICE_CENTS = 10 ** (PRICE_WHOLE_DIGITS + PRICE_DECIMALS) - 1;
 
 const PLAIN_DECIMAL = /^-?[0-9]+(\.[0-9]+)?$/;
 
@@ -40,15 +45,18 @@ export function parsePrice(value: unknown): PriceParse {
     return refuse('The price must be zero or more, written without a minus sign.');
   }
   const [whole = '', fraction = ''] = text.split('.');
-  if (fraction.length > 2) {
-    return refuse('The price has more than 2 decimal places.');
+  if (fraction.length > PRICE_DECIMALS) {
+    return refuse(`The price has more than ${PRICE_DECIMALS} decimal places.`);
   }
   const significantWhole = whole.replace(/^0+(?=[0-9])/, '');
-  if (significantWhole.length > 10) {
-    return refuse('The price has more than 10 digits before the decimal point.');
+  if (significantWhole.length > PRICE_WHOLE_DIGITS) {
+    return refuse(`The price has more than ${PRICE_WHOLE_DIGITS} digits before the decimal point.`);
   }
-  return { ok: true, cents: Number(significantWhole) * 100 + Number(fraction.padEnd(2, '0')) };
+  return { ok: true, cents: Number(significantWhole) * 100 + Number(fraction.padEnd(PRICE_DECIMALS, '0')) };
 }
+
+/** What `formatPrice` writes, as a JSON Schema pattern: the price as every answer carries it. */
+export const PRICE_TEXT_PATTERN = `^[0-9]{1,${PRICE_WHOLE_DIGITS}}\\.[0-9]{${PRICE_DECIMALS}}$`;
 
 /**
  * Writes integer cents as the API's price string, always with two decimals.

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import type { CatalogueStore } from '../storage/store.js';
-import type { CorsSettings } from './cors.js';
 import { resource } from './resource.js';
 import { STORE_UNAVAILABLE, jsonResponse } from './responses.js';
 
@@ -10,15 +9,14 @@ const ReadySchema = Type.Object({ status: Type.Literal('ready') }, { additionalP
 
 export interface HealthOptions {
   readonly store: CatalogueStore;
-  readonly cors: CorsSettings;
 }
 
 /**
  * Probes for load balancers and orchestrators: `/healthz` says the process answers (restart it when
  * this fails); `/readyz` says it can serve the catalogue now (send it no traffic while this fails).
  */
-export async function health(app: FastifyInstance, { store, cors }: HealthOptions): Promise<void> {
-  resource(app, cors, '/healthz', {
+export async function health(app: FastifyInstance, { store }: HealthOptions): Promise<void> {
+  resource(app, '/healthz', {
     GET: {
       options: {
         schema: {
@@ -33,7 +31,7 @@ export async function health(app: FastifyInstance, { store, cors }: HealthOption
     },
   });
 
-  resource(app, cors, '/readyz', {
+  resource(app, '/readyz', {
     GET: {
       options: {
         schema: {

@@ -1,7 +1,7 @@
 import { METHODS, STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
-import type { CorsSettings } from './cors.js';
+import type { AnswerHeaders } from './answer-headers.js';
 import { PROBLEM_CONTENT_TYPE, problemBody, sendProblem } from './problem.js';
 
 /**
@@ -14,12 +14,10 @@ export const EXTRA_HTTP_METHODS: readonly string[] = METHODS.filter((m) => m !==
  * Fastify's own answers to a path it cannot decode (`%ZZ`) or to an over-long path parameter, as
  * problem documents. Neither path can name a product, so both are a 404.
  */
-export function frameworkErrors(cors: CorsSettings): NonNullable<FastifyServerOptions['frameworkErrors']> {
+export function frameworkErrors(headers: AnswerHeaders): NonNullable<FastifyServerOptions['frameworkErrors']> {
   return (_error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    // The router refused the request before any hook ran, so the CORS plugin has not seen it.
-    const origin = allowedOrigin(cors, request.headers.origin);
-    if (origin !== undefined) reply.header('Access-Control-Allow-Origin', origin);
-    if (cors.origin !== '*') reply.header('Vary', 'Origin');
+    // The router refused the request before any hook ran.
+    headers.apply(request, reply);
     sendProblem(reply, 404, 'There is nothing at this address: its path is not a valid URL path.');
   };
 }
@@ -32,7 +30,7 @@ export function frameworkErrors(cors: CorsSettings): NonNullable<FastifyServerOp
  * while that request is still being served. Its answer is owed first, so the refusal waits until it
  * has been written (or given up).
  */
-export function clientErrorHandler(cors: CorsSettings): (error: NodeJS.ErrnoException, socket: Socket) => void {
+export function clientErrorHandler(headers: AnswerHeaders): (error: ParserError, socket: Socket) => void {
   const refused = new WeakSet<Socket>();
   return (error, socket) => {
     if (error.code === 'ECONNRESET' || socket.destroyed || refused.has(socket)) return;
@@ -41,7 +39,9 @@ export function clientErrorHandler(cors: CorsSettings): (error: NodeJS.ErrnoExce
     const pending = (socket as SocketWithResponse)._httpMessage ?? undefined;
     const refuse = (): void => {
       // An answer already under way cannot be followed by another in the middle of it.
-      if (socket.writable && (pending === undefined || !pending.headersSent || pending.writableFinished)) socket.write(refusal(status, cors));
+      if (socket.writable && (pending === undefined || !pending.headersSent || pending.writableFinished)) {
+        socket.write(refusal(status, headers.rawLines(Buffer.isBuffer(error.rawPacket) ? error.rawPacket : undefined)));
+      }
       socket.destroy();
     };
     // Only a request received in full is owed its answer first; an error about the request itself
@@ -69,7 +69,11 @@ export function clientErrorHandler(cors: CorsSettings): (error: NodeJS.ErrnoExce
  */
 type SocketWithResponse = Socket & { _httpMessage?: ServerResponse | null };
 
-function refusal(status: number, cors: CorsSettings): string {
+/** Node's parser error carries the bytes it was parsing (a Buffer, whatever Fastify's types say). */
+type ParserError = NodeJS.ErrnoException & { readonly rawPacket?: unknown };
+
+/** The refusal as written to the socket, with the header lines every answer carries. */
+function refusal(status: number, everyAnswer: string): string {
   const detail =
     status === 408
       ? 'The request took too long to arrive.'
@@ -77,14 +81,8 @@ function refusal(status: number, cors: CorsSettings): string {
         ? 'The request headers are too large.'
         : 'The request is not valid HTTP/1.1 (for example an unknown method or a malformed header).';
   const body = JSON.stringify(problemBody(status, detail));
-  const cors_ = cors.origin === '*' ? 'Access-Control-Allow-Origin: *\r\n' : '';
   return (
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\n${cors_}` +
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${everyAnswer}Content-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
   );
-}
-
-function allowedOrigin(cors: CorsSettings, origin: string | undefined): string | undefined {
-  if (cors.origin === '*') return '*';
-  return origin !== undefined && cors.origin.includes(origin) ? origin : undefined;
 }

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CatalogueStore } from '../storage/store.js';
-import type { CorsSettings } from './cors.js';
 import { resource } from './resource.js';
 
 /** Seconds; from a cached read to a slow full listing. */
@@ -15,7 +14,7 @@ const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
  * Requests that match no route are labelled `unmatched`, so that scanning random paths cannot grow
  * the number of series without bound.
  */
-export function useMetrics(app: FastifyInstance, cors: CorsSettings, store: CatalogueStore): void {
+export function useMetrics(app: FastifyInstance, store: CatalogueStore): void {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const labelNames = ['method', 'route', 'status'] as const;
@@ -70,7 +69,7 @@ export function useMetrics(app: FastifyInstance, cors: CorsSettings, store: Cata
     done();
   });
 
-  resource(app, cors, '/metrics', {
+  resource(app, '/metrics', {
     GET: {
       options: { schema: { hide: true } },
       handler: async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()),

@@ -4,7 +4,6 @@ import { InvalidProductError } from '../catalogue/errors.js';
 import { JsonNumber } from '../catalogue/json-number.js';
 import { checkNewProduct, type Product } from '../catalogue/product.js';
 import type { CatalogueStore } from '../storage/store.js';
-import type { CorsSettings } from './cors.js';
 import { BODY_LIMIT_BYTES, UNSUPPORTED_MEDIA_TYPE } from './json-body.js';
 import Type from 'typebox';
 import { createProductOnce } from './idempotency.js';
@@ -59,17 +58,16 @@ const LIST_CHARACTERS_PER_PRODUCT = 400;
 
 export interface ProductsV1Options {
   readonly store: CatalogueStore;
-  readonly cors: CorsSettings;
 }
 
 /** v1: the whole catalogue in one array, one product by `pk`, and creation. */
-export async function productsV1(app: FastifyInstance, { store, cors }: ProductsV1Options): Promise<void> {
+export async function productsV1(app: FastifyInstance, { store }: ProductsV1Options): Promise<void> {
   const lists = new RevisionCache<CachedList>(CACHED_LIST_MAX_PRODUCTS * LIST_CHARACTERS_PER_PRODUCT, (list) => Math.ceil(list.bytes.length * 1.5));
   const details = new RevisionCache<TaggedBody>(DETAIL_CACHE_BYTES, taggedSize, DETAIL_CACHE_ENTRIES);
   // Filtered lists that fit one batch, by target: a till scanning the same barcodes all day.
   const matches = new RevisionCache<string>(MATCHES_CACHE_BYTES, (text) => text.length * 2, DETAIL_CACHE_ENTRIES);
 
-  resource(app, cors, '/api/v1/shop/products', {
+  resource(app, '/api/v1/shop/products', {
     GET: {
       options: {
         schema: {
@@ -147,7 +145,7 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
     },
   });
 
-  resource(app, cors, '/api/v1/shop/product/:pk', {
+  resource(app, '/api/v1/shop/product/:pk', {
     GET: {
       options: {
         schema: {
@@ -170,7 +168,7 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
         },
       },
       handler: async (request, reply) => {
-        const { pk } = request.params as { pk: string };
+        const { pk } = request.params;
         const key = parsePk(pk);
         const generation = await store.cacheGeneration();
         const cached = details.get(generation, String(key));
@@ -184,7 +182,7 @@ export async function productsV1(app: FastifyInstance, { store, cors }: Products
     },
   });
 
-  resource(app, cors, '/api/v1/shop/product/', {
+  resource(app, '/api/v1/shop/product/', {
     POST: {
       options: {
         bodyLimit: BODY_LIMIT_BYTES,

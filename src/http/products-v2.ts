@@ -2,7 +2,6 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import type { Pagination } from '../config.js';
 import type { CatalogueStore, ProductPage } from '../storage/store.js';
-import type { CorsSettings } from './cors.js';
 import {
   PAGE_NUMBER_SIZE,
   limitOffsetLinks,
@@ -16,7 +15,7 @@ import { RevisionCache } from './revision-cache.js';
 import { sendTagged, serializeOk, tagBody, taggedSize, type TaggedBody } from './conditional.js';
 import { ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
 import type { PageWire } from './schemas.js';
-import { requestAddress, type RequestAddress } from './request-address.js';
+import { linkBase, requestAddress, type RequestAddress } from './request-address.js';
 import { pageItemWire } from './wire.js';
 import { FILTER_PARAMETERS, hasFilter, productFilter } from './filters.js';
 import type { FieldErrors } from '../catalogue/product.js';
@@ -27,7 +26,6 @@ const PAGE_CACHE_ENTRIES = 20_000;
 
 export interface ProductsV2Options {
   readonly store: CatalogueStore;
-  readonly cors: CorsSettings;
   readonly pagination: Pagination;
   readonly pageSize: number;
   readonly maxLimit: number;
@@ -35,7 +33,7 @@ export interface ProductsV2Options {
 
 /** v2: the catalogue a page at a time, in the style the deployment chose. */
 export async function productsV2(app: FastifyInstance, options: ProductsV2Options): Promise<void> {
-  const { store, cors, pagination } = options;
+  const { store, pagination } = options;
   const querystring =
     pagination === 'limit-offset'
       ? Type.Object({
@@ -64,7 +62,7 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
   // filters included): a hit needs no database work.
   const cache = new RevisionCache<TaggedBody>(PAGE_CACHE_BYTES, taggedSize, PAGE_CACHE_ENTRIES);
 
-  resource(app, cors, '/api/v2/shop/products', {
+  resource(app, '/api/v2/shop/products', {
     GET: {
       options: {
         // The querystring schema documents the parameters; parseLimitOffset and parsePage check them,
@@ -122,12 +120,12 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
 }
 
 /**
- * The page's address as its links will be written: the Host and the target as sent. `undefined` where
- * the links would depend on more than that (no Host, or an absolute-form target): such pages are not cached.
+ * The page's address as its links will be written: their scheme and host (a trusted proxy's included)
+ * and the target as sent. `undefined` where the links would depend on more than that (no Host, or an
+ * absolute-form target): such pages are not cached.
  */
 function cacheKey(request: FastifyRequest): string | undefined {
-  const host = request.headers.host;
-  return host === undefined || !request.url.startsWith('/') ? undefined : `${request.protocol}://${host}${request.url}`;
+  return request.headers.host === undefined || !request.url.startsWith('/') ? undefined : `${linkBase(request)}${request.url}`;
 }
 
 /** One style's reading of a page request: which rows it needs, and the page built from them. */

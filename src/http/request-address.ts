@@ -2,7 +2,19 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpProblem } from './problem.js';
 
 /** A host name, IPv4 or bracketed IPv6 address, and an optional port: nothing a URL could misread. */
-const VALID_HOST = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~-]+)(:[0-9]{1,5})?$/;
+const HOST_AND_PORT = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~-]+)(?::([0-9]{1,5}))?$/;
+
+/**
+ * Whether `host` may be written into a link: a plain host and an optional port from 1 to 65535. A name
+ * has no empty label (`a..b`, `.a`); one final dot, the DNS root (`shop.example.`), is allowed.
+ */
+export function isValidHost(host: string): boolean {
+  const match = HOST_AND_PORT.exec(host);
+  if (match === null) return false;
+  const [, name = '', port] = match;
+  if (port !== undefined && (Number(port) < 1 || Number(port) > 65535)) return false;
+  return name.startsWith('[') || !(name.endsWith('.') ? name.slice(0, -1) : name).split('.').includes('');
+}
 
 export interface RequestAddress {
   /** `http://host:port`, as the client addressed the service. */
@@ -22,7 +34,7 @@ export function useHostCheck(app: FastifyInstance): void {
     // Node keeps the first of several Host headers; which one a proxy in front used is anyone's guess.
     if (countHeader(request.raw.rawHeaders, 'host') > 1) return done(new HttpProblem(400, 'The request has more than one Host header.'));
     const host = request.headers.host;
-    if (host !== undefined && !VALID_HOST.test(host)) return done(new HttpProblem(400, 'The Host header is not a valid host name and port.'));
+    if (host !== undefined && !isValidHost(host)) return done(new HttpProblem(400, 'The Host header is not a valid host name and port.'));
     done();
   });
 }
@@ -41,17 +53,40 @@ function countHeader(rawHeaders: readonly string[], name: string): number {
 export function requestAddress(request: FastifyRequest): RequestAddress {
   const target = request.url;
   if (!target.startsWith('/')) {
-    const url = new URL(target);
-    if (!VALID_HOST.test(url.host)) throw new HttpProblem(400, 'The request target does not name a valid host.');
-    return { base: `${request.protocol}://${url.host}`, path: url.pathname, params: url.searchParams };
+    // `URL.parse` gives null where `new URL` would throw (a port past 65535, say): a 400, not a 500.
+    const url = URL.parse(target);
+    if (url === null || !isValidHost(url.host)) throw new HttpProblem(400, 'The request target does not name a valid host.');
+    return { base: `${linkScheme(request)}://${url.host}`, path: url.pathname, params: url.searchParams };
   }
   const query = target.indexOf('?');
   return {
-    // `request.host` is `Host`, or `X-Forwarded-Host` from a proxy TRUST_PROXY names.
-    base: `${request.protocol}://${request.host !== '' && VALID_HOST.test(request.host) ? request.host : (request.headers.host ?? localAddress(request))}`,
+    base: linkBase(request),
     path: query === -1 ? target : target.slice(0, query),
     params: new URLSearchParams(query === -1 ? '' : target.slice(query + 1)),
   };
+}
+
+/**
+ * `scheme://host[:port]` that links to an origin-form request start with: the scheme and host the client
+ * used, `X-Forwarded-Proto` and `X-Forwarded-Host` from a proxy TRUST_PROXY names, else the connection's
+ * own scheme and `Host`. A forwarded value that is no `http`/`https` or no valid host is ignored.
+ */
+export function linkBase(request: FastifyRequest): string {
+  // `request.host` is `Host`, which the Host check has passed, or `X-Forwarded-Host` from a trusted proxy.
+  const claimed = request.host;
+  const host = claimed === request.headers.host || (claimed !== '' && isValidHost(claimed)) ? claimed : (request.headers.host ?? localAddress(request));
+  return `${linkScheme(request)}://${host}`;
+}
+
+/**
+ * `request.protocol` is whatever a trusted proxy wrote in `X-Forwarded-Proto`: only the two schemes
+ * this service can be reached by go into a link (case-insensitive, RFC 3986 §3.1); anything else is a
+ * proxy's or client's mistake, and the connection's own scheme is the one answer known to work.
+ */
+function linkScheme(request: FastifyRequest): 'http' | 'https' {
+  const claimed = request.protocol.toLowerCase();
+  if (claimed === 'http' || claimed === 'https') return claimed;
+  return 'encrypted' in request.socket && request.socket.encrypted === true ? 'https' : 'http';
 }
 
 function localAddress(request: FastifyRequest): string {

@@ -1,15 +1,38 @@
-import type { FastifyInstance, FastifySchema, HTTPMethods, RouteShorthandOptions, RouteHandlerMethod } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type {
+  ContextConfigDefault,
+  FastifyInstance,
+  FastifySchema,
+  HTTPMethods,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+  RouteGenericInterface,
+  RouteHandlerMethod,
+  RouteShorthandOptions,
+} from 'fastify';
 import Type from 'typebox';
-import { CORS_METHODS, preflight, type CorsSettings } from './cors.js';
+import { CORS_METHODS } from './answer-headers.js';
 import { TAGS } from './docs.js';
 import { HttpProblem } from './problem.js';
 import { HOST_NOT_VALID, emptyResponse } from './responses.js';
 
 type Method = 'GET' | 'POST';
 
-export interface MethodRoute {
-  readonly options: RouteShorthandOptions;
-  readonly handler: RouteHandlerMethod;
+/**
+ * One method's route. The handler's `request` is typed from the schema by the TypeBox type provider:
+ * `request.params` is what `schema.params` declares, with no cast.
+ */
+export interface MethodRoute<S extends FastifySchema = FastifySchema> {
+  readonly options: RouteShorthandOptions<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, RouteGenericInterface, ContextConfigDefault, S, TypeBoxTypeProvider> & {
+    readonly schema: S;
+  };
+  readonly handler: RouteHandlerMethod<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, RouteGenericInterface, ContextConfigDefault, S, TypeBoxTypeProvider>;
+}
+
+interface Methods<G extends FastifySchema, P extends FastifySchema> {
+  readonly GET?: MethodRoute<G>;
+  readonly POST?: MethodRoute<P>;
 }
 
 /**
@@ -19,18 +42,20 @@ export interface MethodRoute {
  * HEAD is served wherever GET is (Fastify derives it from the GET route). The document lists the
  * served methods and the preflight as operations; refusals are described on the path, not listed.
  */
-export function resource(app: FastifyInstance, cors: CorsSettings, url: string, methods: Partial<Record<Method, MethodRoute>>): void {
-  const served = Object.keys(methods) as Method[];
+export function resource<G extends FastifySchema, P extends FastifySchema>(app: FastifyInstance, url: string, methods: Methods<G, P>): void {
+  const served = (['GET', 'POST'] as const).filter((m) => methods[m] !== undefined);
   const allowed: string[] = served.flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m]));
   allowed.push('OPTIONS');
   const allow = allowed.join(', ');
   const schemas = served.map((m) => methods[m]!.options.schema);
-  const hidden = schemas.every((schema) => schema?.hide === true);
+  const hidden = schemas.every((schema) => schema.hide === true);
 
-  for (const method of served) {
-    const route = methods[method]!;
-    app.route({ ...route.options, schema: withHostProblem(route.options.schema), method, url, handler: route.handler });
-  }
+  const typed = app.withTypeProvider<TypeBoxTypeProvider>();
+  const add = <S extends FastifySchema>(method: Method, route: MethodRoute<S>): void => {
+    typed.route<RouteGenericInterface, ContextConfigDefault, S>({ ...route.options, schema: withHostProblem(route.options.schema), method, url, handler: route.handler });
+  };
+  if (methods.GET !== undefined) add('GET', methods.GET);
+  if (methods.POST !== undefined) add('POST', methods.POST);
   app.route({
     method: 'OPTIONS',
     url,
@@ -44,13 +69,13 @@ export function resource(app: FastifyInstance, cors: CorsSettings, url: string, 
           Allow: Type.String({ examples: [allow] }),
           'Access-Control-Allow-Origin': Type.String({ description: '`*` unless the deployment lists origins (CORS_ORIGIN).', examples: ['*'] }),
           'Access-Control-Allow-Methods': Type.String({ examples: [CORS_METHODS] }),
-          'Access-Control-Allow-Headers': Type.String({ examples: [cors.allowedHeaders.join(', ')] }),
+          'Access-Control-Allow-Headers': Type.String({ examples: [app.answerHeaders.allowedHeaders] }),
         }),
         400: HOST_NOT_VALID,
       },
     },
     // Answered before the body is read: a preflight is a 200 whatever body or type it carries.
-    onRequest: async (_request, reply) => preflight(reply, cors, allow),
+    onRequest: async (_request, reply) => app.answerHeaders.preflight(reply, allow),
     handler: async () => undefined,
   });
 
@@ -68,8 +93,8 @@ export function resource(app: FastifyInstance, cors: CorsSettings, url: string, 
 }
 
 /** Every route refuses a malformed `Host` with a 400; an operation that has no 400 of its own says so. */
-function withHostProblem(schema: FastifySchema | undefined): FastifySchema | undefined {
-  const response = schema?.response as Record<string, unknown> | undefined;
-  if (schema === undefined || response === undefined || Object.hasOwn(response, '400')) return schema;
+function withHostProblem<S extends FastifySchema>(schema: S): S {
+  const response = schema.response as Record<string, unknown> | undefined;
+  if (response === undefined || Object.hasOwn(response, '400')) return schema;
   return { ...schema, response: { ...response, 400: HOST_NOT_VALID } };
 }

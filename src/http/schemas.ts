@@ -1,9 +1,21 @@
-import Type, { type Static } from 'typebox';
+import Type, { type Static, type TSchema } from 'typebox';
+import { EAN13_FORM } from '../catalogue/ean13.js';
+import { PRICE_DECIMALS, PRICE_TEXT_PATTERN, PRICE_WHOLE_DIGITS } from '../catalogue/price.js';
+import { MAX_NAME_LENGTH, PRODUCT_FIELDS } from '../catalogue/product.js';
+
+// The wire shapes, built from the catalogue's own rules so that the document, the answers' checks
+// and the page's types follow a change of rule. test/http/create-schema.test.ts checks the create
+// body's schema against checkNewProduct, which is what really decides.
 
 const pk = Type.Integer({ minimum: 1, description: 'Assigned by the service; never reused.', examples: [1] });
-const name = Type.String({ minLength: 1, maxLength: 200, description: 'Trimmed; 1 to 200 characters; no control characters.', examples: ['Espresso 1 kg'] });
-const barcode = Type.String({ pattern: '^[0-9]{13}$', description: 'A valid EAN-13 (GS1 check digit), unique in the catalogue.', examples: ['4006381333931'] });
-const price = Type.String({ pattern: '^[0-9]{1,10}\\.[0-9]{2}$', description: 'Exact decimal, always two decimals.', examples: ['12.99'] });
+const name = Type.String({
+  minLength: 1,
+  maxLength: MAX_NAME_LENGTH,
+  description: `Trimmed; 1 to ${MAX_NAME_LENGTH} characters; no control characters.`,
+  examples: ['Espresso 1 kg'],
+});
+const barcode = Type.String({ pattern: EAN13_FORM.source, description: 'A valid EAN-13 (GS1 check digit), unique in the catalogue.', examples: ['4006381333931'] });
+const price = Type.String({ pattern: PRICE_TEXT_PATTERN, description: 'Exact decimal, always two decimals.', examples: ['12.99'] });
 
 export const ProductSchema = Type.Object({ pk, name, barcode, price }, { $id: 'Product', additionalProperties: false });
 export type ProductWire = Static<typeof ProductSchema>;
@@ -24,13 +36,19 @@ export const PageSchema = Type.Object(
 );
 export type PageWire = Static<typeof PageSchema>;
 
-export const NewProductSchema = Type.Object(
-  {
-    name: Type.String({ description: 'Surrounding white space is trimmed; 1 to 200 characters after trimming; no control characters.' }),
-    barcode: Type.String({ description: 'EAN-13 as a string of 13 digits; a JSON number is refused (it would lose leading zeros).' }),
-    price: Type.Union([Type.String(), Type.Number()], {
-      description: 'A decimal string ("12.50") or a plain JSON number (12.5); ≥ 0, at most 2 decimals, at most 10 digits before the point. Exponent forms are refused.',
-    }),
-  },
-  { $id: 'NewProduct', additionalProperties: false, examples: [{ name: 'Espresso 1 kg', barcode: '4006381333931', price: '12.99' }] },
-);
+/** The create body's fields: exactly the catalogue's, which the compiler checks by `satisfies`. */
+const newProductFields = {
+  name: Type.String({ description: `Surrounding white space is trimmed; 1 to ${MAX_NAME_LENGTH} characters after trimming; no control characters.` }),
+  barcode: Type.String({ description: 'EAN-13 as a string of 13 digits; a JSON number is refused (it would lose leading zeros).' }),
+  price: Type.Union([Type.String(), Type.Number()], {
+    description: `A decimal string ("12.50") or a plain JSON number (12.5); ≥ 0, at most ${PRICE_DECIMALS} decimals, at most ${PRICE_WHOLE_DIGITS} digits before the point. Exponent forms are refused.`,
+  }),
+} satisfies Record<(typeof PRODUCT_FIELDS)[number], TSchema>;
+
+export const NewProductSchema = Type.Object(newProductFields, {
+  $id: 'NewProduct',
+  additionalProperties: false,
+  examples: [{ name: 'Espresso 1 kg', barcode: '4006381333931', price: '12.99' }],
+});
+/** The create body as JSON gives it (the service itself reads numbers from their text). */
+export type NewProductWire = Static<typeof NewProductSchema>;

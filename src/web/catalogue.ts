@@ -1,28 +1,9 @@
 /// <reference lib="dom" />
 // The catalogue page: one ES module with no imports, so the browser loads tsc's output as it is.
 
-interface PageItem {
-  readonly name: string;
-  readonly price: string;
-  readonly barcode: string;
-}
-
-interface Product extends PageItem {
-  readonly pk: number;
-}
-
-interface Page {
-  readonly count: number;
-  readonly next: string | null;
-  readonly previous: string | null;
-  readonly results: readonly PageItem[];
-}
-
-interface Problem {
-  readonly status: number;
-  readonly detail: string;
-  readonly errors?: Readonly<Record<string, readonly string[]>>;
-}
+// Types only, erased from the output: the answers' shapes as the service declares them.
+import type { Problem } from '../http/problem.js';
+import type { PageItemWire as PageItem, PageWire as Page, ProductWire as Product } from '../http/schemas.js';
 
 const FIRST_PAGE = '/api/v2/shop/products';
 const CREATE = '/api/v1/shop/product/';

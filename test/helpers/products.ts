@@ -1,4 +1,5 @@
 import { ean13CheckDigit } from '../../src/catalogue/ean13.js';
+import type { ProductWire } from '../../src/http/schemas.js';
 import { postJson, send } from './http.js';
 
 let sequence = 0;
@@ -11,18 +12,18 @@ export function uniqueBarcode(): string {
 }
 
 /** Creates a product through the API and returns its body; fails the test on anything but 201. */
-export async function createProduct(baseUrl: string, fields: Partial<{ name: string; barcode: string; price: string }> = {}) {
+export async function createProduct(baseUrl: string, fields: Partial<Omit<ProductWire, 'pk'>> = {}): Promise<ProductWire> {
   const body = { name: `Product ${sequence + 1}`, barcode: uniqueBarcode(), price: '1.00', ...fields };
   const res = await postJson(`${baseUrl}/api/v1/shop/product/`, JSON.stringify(body));
   if (res.status !== 201) throw new Error(`create failed: ${res.status} ${res.text}`);
-  return res.json as { pk: number; name: string; barcode: string; price: string };
+  return res.json as ProductWire;
 }
 
 /** The whole catalogue as the v1 list returns it. */
-export async function listAll(baseUrl: string) {
+export async function listAll(baseUrl: string): Promise<ProductWire[]> {
   const res = await send(`${baseUrl}/api/v1/shop/products`);
   if (res.status !== 200) throw new Error(`list failed: ${res.status}`);
-  return res.json as Array<{ pk: number; name: string; barcode: string; price: string }>;
+  return res.json as ProductWire[];
 }
 
 /** How many products the catalogue holds, as the v2 listing counts them. */

@@ -70,6 +70,17 @@ describeEachStore('Idempotency-Key on create', (ctx) => {
     }
   });
 
+  it('refuses an empty or blank key (400 naming the header) and stores nothing', async () => {
+    for (const key of ['', ' ', '   ', '\t']) {
+      const barcode = uniqueBarcode();
+      const res = await post({ name: 'Blank key', barcode, price: '1.00' }, key);
+      assert.equal(res.status, 400, JSON.stringify(key));
+      assert.match(res.headers['content-type'] ?? '', /^application\/problem\+json/);
+      assert.deepEqual(Object.keys((res.json as { errors: object }).errors), ['Idempotency-Key']);
+      assert.equal((await listAll(ctx.server.url)).filter((p) => p.barcode === barcode).length, 0, JSON.stringify(key));
+    }
+  });
+
   it('creates one product from concurrent requests with one key', async () => {
     const key = newKey();
     const body = { name: 'Race', barcode: uniqueBarcode(), price: '9.99' };

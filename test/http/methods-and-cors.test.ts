@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { describeEachStore } from '../helpers/each-store.js';
 import { send } from '../helpers/http.js';
+import { rawExchange } from '../helpers/raw-socket.js';
 import { listAll } from '../helpers/products.js';
 import { startFreshServer, type RunningServer } from '../helpers/server.js';
 import { STORES } from '../helpers/stores.js';
@@ -86,5 +87,48 @@ describe('configured CORS origins', () => {
     const res = await send(`${server.url}/api/v1/shop/products`, { headers: { Origin: 'https://evil.example' } });
     assert.equal(res.status, 200);
     assert.equal(res.headers['access-control-allow-origin'], undefined);
+  });
+
+  /** The headers every answer carries, as one answer path wrote them (names in lower case). */
+  const everyAnswer = (headers: Record<string, string | string[] | undefined>) => ({
+    id: headers['x-request-id'],
+    vary: headers['vary'],
+    origin: headers['access-control-allow-origin'],
+    exposed: headers['access-control-expose-headers'],
+  });
+  const expected = (id: string, origin: string | undefined) => ({
+    id,
+    vary: 'Origin',
+    origin,
+    exposed: 'Location, ETag, X-Request-Id, Retry-After, Idempotent-Replayed',
+  });
+  /** The head of an answer written to a raw socket, as node:http would give its headers. */
+  const headersOf = (raw: string): Record<string, string> =>
+    Object.fromEntries(raw.split('\r\n\r\n')[0]!.split('\r\n').slice(1).map((line) => {
+      const colon = line.indexOf(':');
+      return [line.slice(0, colon).toLowerCase(), line.slice(colon + 1).trim()];
+    }));
+
+  it('gives every answer the same id, Vary, origin and exposed headers, whichever path writes it', async () => {
+    for (const [origin, allowed] of [['https://till.example', 'https://till.example'], ['https://evil.example', undefined]] as const) {
+      const headers = { Origin: origin, 'X-Request-Id': 'till-7' };
+      // A route, Fastify's not-found, and a path the router cannot decode (refused before any hook).
+      for (const path of ['/healthz', '/api/v1/nothing', '/api/v1/shop/product/%ZZ']) {
+        const res = await send(`${server.url}${path}`, { headers });
+        assert.deepEqual(everyAnswer(res.headers), expected('till-7', allowed), `${path} from ${origin}`);
+      }
+      // What Node's HTTP parser refuses is answered on the socket itself.
+      const raw = await rawExchange(server.url, `GET / HTTP/1.1\r\nHost: x\r\nOrigin: ${origin}\r\nX-Request-Id: till-7\r\nBad Header: x\r\n\r\n`);
+      assert.match(raw, /^HTTP\/1\.1 400 /);
+      assert.deepEqual(everyAnswer(headersOf(raw)), expected('till-7', allowed), `parser refusal from ${origin}`);
+    }
+  });
+
+  it('gives a parser refusal a new request id where the caller sent none or an insane one', async () => {
+    for (const idLine of ['', 'X-Request-Id: a b\r\n']) {
+      const raw = await rawExchange(server.url, `GET / HTTP/1.1\r\nHost: x\r\n${idLine}Bad Header: x\r\n\r\n`);
+      assert.match(headersOf(raw)['x-request-id'] ?? '', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, idLine);
+      assert.equal(headersOf(raw)['access-control-allow-origin'], undefined);
+    }
   });
 });

@@ -22,7 +22,7 @@ describeEachStore('odd and hostile requests', { env: { PAGE_SIZE: '1' } }, (ctx)
   });
 
   it('refuses a Host header that is no host name with a 400 problem, never a 500', async () => {
-    for (const host of ['a b', 'a{b}', 'a"b', 'café.example', 'evil.example/foo?x=']) {
+    for (const host of ['a b', 'a{b}', 'a"b', 'café.example', 'evil.example/foo?x=', 'a:99999', 'a:65536', 'a:0', 'a..b', '.a', 'shop.example..']) {
       const res = await send(`${ctx.server.url}/api/v2/shop/products?limit=1`, { headers: { Host: host, 'X-Request-Id': 'odd-host' } });
       assert.equal(res.status, 400, host);
       assert.equal(res.headers['content-type'], PROBLEM);
@@ -44,6 +44,22 @@ describeEachStore('odd and hostile requests', { env: { PAGE_SIZE: '1' } }, (ctx)
     );
     const body = JSON.parse(raw.split('\r\n\r\n')[1]!) as { next: string };
     assert.equal(body.next, 'http://shop.example:8080/api/v2/shop/products?limit=1&offset=1');
+  });
+
+  it('accepts a host name ending in the root dot and the highest port', async () => {
+    for (const host of ['shop.example.', 'shop.example:65535', '[::1]:1']) {
+      const res = await send(`${ctx.server.url}/api/v2/shop/products?limit=1`, { headers: { Host: host } });
+      assert.equal(res.status, 200, host);
+      assert.equal((res.json as { next: string }).next, `http://${host}/api/v2/shop/products?limit=1&offset=1`);
+    }
+  });
+
+  it('writes no link from an absolute-form target whose host or port is not valid', async () => {
+    const get = (authority: string) =>
+      rawExchange(ctx.server.url, `GET http://${authority}/api/v2/shop/products?limit=1 HTTP/1.1\r\nHost: other.example\r\nConnection: close\r\n\r\n`);
+    assert.match(await get('shop..example'), /^HTTP\/1\.1 400 [^]*application\/problem\+json/);
+    // A target no URL parser accepts never reaches a route: the router's 404.
+    assert.match(await get('shop.example:99999'), /^HTTP\/1\.1 404 [^]*application\/problem\+json/);
   });
 
   it('answers a path that cannot be decoded with a 404 problem carrying CORS', async () => {

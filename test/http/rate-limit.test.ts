@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { send } from '../helpers/http.js';
 import { createProduct } from '../helpers/products.js';
 import { startFreshServer } from '../helpers/server.js';
@@ -57,15 +57,43 @@ describe('RATE_LIMIT', () => {
 });
 
 describe('TRUST_PROXY', () => {
-  it('builds page links with the scheme and host the client used at the proxy', async () => {
+  /** A service behind a proxy at 127.0.0.1 with two products, and the `next` link a request gets. */
+  async function behindProxy(t: TestContext): Promise<(headers: Record<string, string>) => Promise<string>> {
     const server = await startFreshServer(STORES[0]!, { TRUST_PROXY: '127.0.0.1', PAGE_SIZE: '1' });
-    try {
-      await createProduct(server.url);
-      await createProduct(server.url);
-      const res = await send(`${server.url}/api/v2/shop/products`, { headers: { 'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': 'shop.example' } });
-      assert.equal((res.json as { next: string }).next, 'https://shop.example/api/v2/shop/products?limit=1&offset=1');
-    } finally {
-      await server.stop();
+    t.after(() => server.stop());
+    await createProduct(server.url);
+    await createProduct(server.url);
+    return async (headers) => {
+      const res = await send(`${server.url}/api/v2/shop/products`, { headers });
+      assert.equal(res.status, 200, JSON.stringify(headers));
+      return (res.json as { next: string }).next;
+    };
+  }
+
+  it('builds page links with the scheme and host the client used at the proxy', async (t) => {
+    const next = await behindProxy(t);
+    assert.equal(await next({ 'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': 'shop.example' }), 'https://shop.example/api/v2/shop/products?limit=1&offset=1');
+  });
+
+  it('writes no scheme but http or https into links: another X-Forwarded-Proto is ignored', async (t) => {
+    const next = await behindProxy(t);
+    const withProto = (proto: string) => next({ 'X-Forwarded-Proto': proto, 'X-Forwarded-Host': 'shop.example' });
+    for (const proto of ['javascript', 'ftp', 'x', 'https:', 'data', 'HTTP']) {
+      assert.equal(await withProto(proto), 'http://shop.example/api/v2/shop/products?limit=1&offset=1', proto);
+    }
+    assert.equal(await withProto('HTTPS'), 'https://shop.example/api/v2/shop/products?limit=1&offset=1');
+    // A header a proxy appended to: the nearest proxy's entry counts.
+    assert.equal(await withProto('javascript, https'), 'https://shop.example/api/v2/shop/products?limit=1&offset=1');
+  });
+
+  it('ignores an X-Forwarded-Host that is no valid host, and never serves one host\'s links to another', async (t) => {
+    const next = await behindProxy(t);
+    const withHost = (forwardedHost: string) => next({ Host: 'service.internal', 'X-Forwarded-Host': forwardedHost });
+    assert.equal(await withHost('a.example'), 'http://a.example/api/v2/shop/products?limit=1&offset=1');
+    // The same Host and target through the proxy for another site: its own links, not a cached page's.
+    assert.equal(await withHost('b.example'), 'http://b.example/api/v2/shop/products?limit=1&offset=1');
+    for (const bad of ['a..b', 'a:99999', 'a b']) {
+      assert.equal(await withHost(bad), 'http://service.internal/api/v2/shop/products?limit=1&offset=1', bad);
     }
   });
 });
