@@ -2,7 +2,7 @@ import { Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { stringify } from 'csv-stringify';
 import { formatPrice } from '../catalogue/price.js';
-import type { Product } from '../catalogue/product.js';
+import { PRODUCT_FIELDS, type Product } from '../catalogue/product.js';
 import type { CatalogueStore } from '../storage/store.js';
 import type { FileFormat } from './product-rows.js';
 import { nameForSpreadsheet } from './spreadsheet-names.js';
@@ -22,7 +22,7 @@ const BATCH_ROWS = 1000;
  */
 export async function exportProducts(store: CatalogueStore, format: FileFormat, output: Writable): Promise<number> {
   let count = 0;
-  async function* products(written = (name: string) => name): AsyncGenerator<{ name: string; barcode: string; price: string }> {
+  async function* products(written = (name: string) => name): AsyncGenerator<Record<(typeof PRODUCT_FIELDS)[number], string>> {
     let after = 0;
     for (;;) {
       const batch: Product[] = await store.listProductsAfter(after, BATCH_ROWS);
@@ -35,7 +35,7 @@ export async function exportProducts(store: CatalogueStore, format: FileFormat, 
     }
   }
   if (format === 'csv') {
-    await pipeline(Readable.from(products(nameForSpreadsheet)), stringify({ header: true, columns: ['name', 'barcode', 'price'], quoted_match: ';' }), output);
+    await pipeline(Readable.from(products(nameForSpreadsheet)), stringify({ header: true, columns: [...PRODUCT_FIELDS], quoted_match: ';' }), output);
   } else {
     await pipeline(Readable.from(jsonLines(products())), output);
   }

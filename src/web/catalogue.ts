@@ -7,7 +7,8 @@ import type { PageItemWire as PageItem, PageWire as Page, ProductWire as Product
 
 const FIRST_PAGE = '/api/v2/shop/products';
 const CREATE = '/api/v1/shop/product/';
-const FIELDS = ['name', 'barcode', 'price'] as const;
+// Written out, since the page imports no values; checked against the wire type, so a renamed field fails to compile.
+const FIELDS = ['name', 'barcode', 'price'] as const satisfies ReadonlyArray<keyof Product>;
 /**
  * The longest search the API accepts, in characters (code points) after trimming, as the API counts
  * it: not an input's maxlength, which counts UTF-16 units and would cut a search of emoji in half.
