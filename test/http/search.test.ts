@@ -238,7 +238,7 @@ for (const testStore of STORES) {
         yield [{ name: 'Hagebutten Tee', barcode: uniqueBarcode(), priceCents: 120 }];
       })());
       await server.store.applyPriceList((async function* () {
-        yield [{ name: 'Kräuter Tee', barcode: uniqueBarcode(), priceCents: 130 }];
+        yield [{ name: 'Melissen Tee', barcode: uniqueBarcode(), priceCents: 130 }];
       })());
       assert.equal(await countUnfolded(server.location), 0);
     });
