@@ -1,12 +1,11 @@
 import { checkNewProduct, type FieldErrors, type NewProduct } from '../catalogue/product.js';
 import type { CatalogueStore, PriceListOutcome } from '../storage/store.js';
-import { readProductRows, type FileFormat, type SourceRow } from './product-rows.js';
+import { readProductRows, type FileFormat, type RowPosition, type SourceRow } from './product-rows.js';
 
 /** Rows checked against the catalogue, or inserted, at a time. */
 const BATCH_ROWS = 1000;
 
-export interface BadRow {
-  readonly line: number;
+export interface BadRow extends RowPosition {
   readonly reason: string;
 }
 
@@ -24,7 +23,7 @@ export interface ImportOptions {
 }
 
 export interface ImportResult extends PriceListOutcome {
-  /** In line order. */
+  /** In file order. */
   readonly bad: readonly BadRow[];
 }
 
@@ -43,13 +42,14 @@ export async function importProductFile(store: CatalogueStore, path: string, opt
   const bad = await findBadRows(store, path, options);
   if (bad.length > 0 && !options.skipInvalid) return { added: 0, changed: 0, unchanged: 0, bad };
 
-  const badLines = new Set(bad.map((row) => row.line));
+  // By index, not line: the items of a JSON file may share a line, and each is judged on its own.
+  const badRows = new Set(bad.map((row) => row.index));
   async function* batches(): AsyncGenerator<NewProduct[]> {
     let batch: NewProduct[] = [];
     for await (const row of readProductRows(path, options.format, (bytes) => options.onProgress?.('importing', bytes))) {
-      if (badLines.has(row.line)) continue;
+      if (badRows.has(row.index)) continue;
       const checked = checkRow(row);
-      if (!checked.ok) throw new Error(`Line ${row.line} changed while it was being imported.`);
+      if (!checked.ok) throw new Error(`The row at ${row.at} changed while it was being imported.`);
       batch.push(checked.product);
       if (batch.length >= BATCH_ROWS) {
         yield batch;
@@ -64,13 +64,13 @@ export async function importProductFile(store: CatalogueStore, path: string, opt
 
 async function findBadRows(store: CatalogueStore, path: string, options: ImportOptions): Promise<BadRow[]> {
   const bad: BadRow[] = [];
-  const lineOfBarcode = new Map<string, number>();
-  let pending: Array<{ line: number; barcode: string }> = [];
+  const firstOfBarcode = new Map<string, RowPosition>();
+  let pending: Array<RowPosition & { barcode: string }> = [];
   const checkPending = async (): Promise<void> => {
     // A price list names products already in the catalogue on purpose.
     const taken = options.update ? new Set<string>() : await store.existingBarcodes(pending.map((row) => row.barcode));
     for (const row of pending) {
-      if (taken.has(row.barcode)) bad.push({ line: row.line, reason: `barcode: ${row.barcode} is already in the catalogue.` });
+      if (taken.has(row.barcode)) bad.push({ index: row.index, at: row.at, reason: `barcode: ${row.barcode} is already in the catalogue.` });
     }
     pending = [];
   };
@@ -78,21 +78,22 @@ async function findBadRows(store: CatalogueStore, path: string, options: ImportO
   for await (const row of readProductRows(path, options.format, (bytes) => options.onProgress?.('checking', bytes))) {
     const checked = checkRow(row);
     if (!checked.ok) {
-      bad.push({ line: row.line, reason: checked.reason });
+      bad.push({ index: row.index, at: row.at, reason: checked.reason });
       continue;
     }
     const { barcode } = checked.product;
-    const first = lineOfBarcode.get(barcode);
+    const first = firstOfBarcode.get(barcode);
     if (first !== undefined) {
-      bad.push({ line: row.line, reason: `barcode: ${barcode} is also on line ${first}.` });
+      bad.push({ index: row.index, at: row.at, reason: `barcode: ${barcode} is also on ${first.at}.` });
       continue;
     }
-    lineOfBarcode.set(barcode, row.line);
-    pending.push({ line: row.line, barcode });
+    const position = { index: row.index, at: row.at };
+    firstOfBarcode.set(barcode, position);
+    pending.push({ ...position, barcode });
     if (pending.length >= BATCH_ROWS) await checkPending();
   }
   await checkPending();
-  return bad.sort((a, b) => a.line - b.line);
+  return bad.sort((a, b) => a.index - b.index);
 }
 
 function checkRow(row: SourceRow): { ok: true; product: NewProduct } | { ok: false; reason: string } {

@@ -22,7 +22,8 @@ Options:
   --format FORMAT  csv or json (default: from FILE's name, .json is JSON, anything else CSV)
   -h, --help       show this help
 
-Bad rows are listed on standard error as "line N: field: reason", then the summary.
+Bad rows are listed on standard error as "line N: field: reason" (for JSON "line N, item K: ...",
+K the item's place in the array), then the summary. Each JSON item is judged on its own.
 Exit status: 0 imported (bad rows skipped with --skip-invalid), 1 nothing imported (a bad row,
 an unreadable file, a database error), 2 wrong usage.
 `,
@@ -61,7 +62,7 @@ an unreadable file, a database error), 2 wrong usage.
       await store.close();
     }
 
-    for (const row of result.bad) console.error(`line ${row.line}: ${row.reason}`);
+    for (const row of result.bad) console.error(`${row.at}: ${row.reason}`);
     if (result.bad.length > 0 && !skipInvalid) {
       const count = `${result.bad.length} ${result.bad.length === 1 ? 'row is' : 'rows are'}`;
       throw new CommandFailure(`${count} not valid; nothing was imported. Fix them, or pass --skip-invalid to import the valid rows only.`);

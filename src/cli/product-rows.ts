@@ -10,10 +10,19 @@ import { nameFromSpreadsheet } from './spreadsheet-names.js';
 
 export type FileFormat = 'csv' | 'json';
 
-/** One product of a file, by the line it is on: its fields, or why it cannot even be read. */
-export type SourceRow =
-  | { readonly line: number; readonly fields: Readonly<Record<string, unknown>> }
-  | { readonly line: number; readonly problem: string };
+/** Where a row is in its file: its place among the rows, and how a person finds it there. */
+export interface RowPosition {
+  /** 1 for the first row (the header and a JSON file's `[` not counted): unique, in file order. */
+  readonly index: number;
+  /**
+   * `line N` for CSV. For JSON `line N, item K` (the line the item starts on, its place in the
+   * array), since a JSON file may hold many items on one line and each is judged on its own.
+   */
+  readonly at: string;
+}
+
+/** One product of a file, by its position: its fields, or why it cannot even be read. */
+export type SourceRow = RowPosition & ({ readonly fields: Readonly<Record<string, unknown>> } | { readonly problem: string });
 
 /** The file as a whole cannot be read (wrong header, broken quoting, not a JSON array, not UTF-8). */
 export class UnreadableFileError extends Error {
@@ -78,18 +87,21 @@ async function* csvRows(input: AsyncIterable<Buffer | string>): AsyncGenerator<S
   // pipe() does not pass the source's errors on; the parser's iteration must end with them.
   source.on('error', (error) => parser.destroy(error));
   let header: string[] | undefined;
+  let index = 0;
   try {
     for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
       if (header === undefined) {
         header = checkHeader(record);
         continue;
       }
+      index += 1;
+      const position = { index, at: `line ${info.lines}` };
       if (record.length !== header.length) {
-        yield { line: info.lines, problem: `Expected ${header.length} fields (${header.join(',')}), found ${record.length}.` };
+        yield { ...position, problem: `Expected ${header.length} fields (${header.join(',')}), found ${record.length}.` };
         continue;
       }
       // The quote the export puts before a name a spreadsheet would run is not part of the name.
-      yield { line: info.lines, fields: Object.fromEntries(header.map((column, i) => [column, column === 'name' ? nameFromSpreadsheet(record[i]!) : record[i]])) };
+      yield { ...position, fields: Object.fromEntries(header.map((column, i) => [column, column === 'name' ? nameFromSpreadsheet(record[i]!) : record[i]])) };
     }
   } catch (error) {
     if (error instanceof CsvError) throw new UnreadableFileError(`Line ${String(error['lines'])}: ${error.message}`);
@@ -122,12 +134,14 @@ async function* jsonRows(input: AsyncIterable<Buffer | string>): AsyncGenerator<
   let escaped = false;
   let item = '';
   let itemLine = 0;
+  let index = 0;
 
   const finishItem = (): SourceRow | undefined => {
     const text = item.trim();
     item = '';
     if (text === '') return undefined;
-    return itemRow(text, itemLine);
+    index += 1;
+    return itemRow(text, { index, at: `line ${itemLine}, item ${index}` });
   };
 
   for await (const text of strictUtf8(input)) {
@@ -178,15 +192,15 @@ async function* jsonRows(input: AsyncIterable<Buffer | string>): AsyncGenerator<
   if (!closed) throw new UnreadableFileError(`Line ${line}: the file ends before the array is closed with ].`);
 }
 
-function itemRow(text: string, line: number): SourceRow {
+function itemRow(text: string, position: RowPosition): SourceRow {
   let value: unknown;
   try {
     value = parseJsonKeepingNumbers(text);
   } catch (error) {
-    return { line, problem: `Not valid JSON${error instanceof SyntaxError ? `: ${error.message}` : ''}.` };
+    return { ...position, problem: `Not valid JSON${error instanceof SyntaxError ? `: ${error.message}` : ''}.` };
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value) || value instanceof JsonNumber) {
-    return { line, problem: 'Each item must be an object with name, barcode and price.' };
+    return { ...position, problem: 'Each item must be an object with name, barcode and price.' };
   }
-  return { line, fields: value as Record<string, unknown> };
+  return { ...position, fields: value as Record<string, unknown> };
 }

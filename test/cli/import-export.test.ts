@@ -155,13 +155,36 @@ describe('npm run import, file formats', { timeout: 120_000 }, () => {
     assert.match(update.stderr, /0 added, 0 changed, 10 unchanged\./);
   });
 
-  it('reports JSON items by the line they start on', async (t) => {
+  it('reports JSON items by the line they start on and their place in the array', async (t) => {
     const { env, location } = await freshDatabase(t, testStore);
     const file = tempFile(t, 'bad.json', `[\n{"name": "A", "barcode": "${uniqueBarcode()}", "price": 1},\n{"name": "B",\n "barcode": 4006381333931, "price": 1},\n7,\n{"name": "C" "barcode": "x"}\n]`);
     const result = await runCli('import', [file], env);
     assert.equal(result.code, 1);
-    assert.deepEqual(result.stderr.trim().split('\n').map((line) => line.split(':')[0]), ['line 3', 'line 5', 'line 6', '3 rows are not valid; nothing was imported. Fix them, or pass --skip-invalid to import the valid rows only.']);
+    assert.deepEqual(result.stderr.trim().split('\n').map((line) => line.split(':')[0]), ['line 3, item 2', 'line 5, item 3', 'line 6, item 4', '3 rows are not valid; nothing was imported. Fix them, or pass --skip-invalid to import the valid rows only.']);
     assert.equal(await count(location), 0);
+  });
+
+  it('judges each JSON item on its own, even beside a bad item on the same line', async (t) => {
+    const { env, location } = await freshDatabase(t, testStore);
+    const [kept, repeated, later] = [uniqueBarcode(), uniqueBarcode(), uniqueBarcode()];
+    const items = [
+      `{"name":"Kept","barcode":"${kept}","price":"12.50"}`,
+      `{"name":"M","barcode":"${repeated}","price":"1","name":"N"}`,
+      `{"name":"Twice","barcode":"${kept}","price":"1"}`,
+      `{"name":"Later","barcode":"${later}","price":"2"}`,
+    ];
+    const file = tempFile(t, 'one-line.json', `[${items.join(',')}]\n`);
+    const result = await runCli('import', ['--skip-invalid', file], env);
+    assert.equal(result.code, 0, result.stderr);
+    const lines = result.stderr.trim().split('\n');
+    assert.match(lines[0]!, /^line 1, item 2: Not valid JSON: Duplicate key 'name'/);
+    assert.deepEqual(lines.slice(1), [`line 1, item 3: barcode: ${kept} is also on line 1, item 1.`, `Imported 2 products from ${file}; skipped 2 invalid rows.`]);
+    assert.equal(await count(location), 2);
+    const exported = await runCli('export', ['--format', 'json'], env);
+    assert.deepEqual(
+      (JSON.parse(exported.stdout) as Array<{ name: string }>).map((product) => product.name),
+      ['Kept', 'Later'],
+    );
   });
 
   it('refuses a file that is not in the format as a whole', async (t) => {
