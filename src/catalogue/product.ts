@@ -68,8 +68,8 @@ export function checkNewProduct(body: Readonly<Record<string, unknown>>): NewPro
 }
 
 /**
- * Trims a product name and checks it: 1 to 200 characters (code points), no control characters,
- * well-formed Unicode.
+ * Trims a product name and checks it: 1 to 200 characters (code points), no control characters or
+ * line breaks (U+2028 LINE SEPARATOR and U+2029 PARAGRAPH SEPARATOR included), well-formed Unicode.
  *
  * @returns the trimmed name, or the reasons it is refused.
  */
@@ -81,6 +81,7 @@ export function checkName(value: unknown): string | { problems: string[] } {
   const length = [...name].length;
   if (length === 0) problems.push('The name must not be blank.');
   if (length > MAX_NAME_LENGTH) problems.push(`The name is ${length} characters long; at most ${MAX_NAME_LENGTH} are allowed.`);
-  if (/\p{Cc}/u.test(name)) problems.push('The name must not contain control characters (such as tabs or line breaks).');
+  // U+2028 and U+2029 are not Cc but break lines all the same (in editors, logs, JavaScript strings).
+  if (/[\p{Cc}\u2028\u2029]/u.test(name)) problems.push('The name must not contain control characters (such as tabs or line breaks).');
   return problems.length > 0 ? { problems } : name;
 }

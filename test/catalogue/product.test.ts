@@ -11,6 +11,12 @@ describe('checkName', () => {
     assert.deepEqual(checkName('x'.repeat(201)), { problems: ['The name is 201 characters long; at most 200 are allowed.'] }));
   it('refuses control characters inside', () =>
     assert.deepEqual(checkName('a\tb'), { problems: ['The name must not contain control characters (such as tabs or line breaks).'] }));
+  it('refuses the Unicode line and paragraph separators inside, as other line breaks', () => {
+    for (const name of ['a\u2028b', 'a\u2029b', 'a\u0085b', 'a\u000bb']) {
+      assert.deepEqual(checkName(name), { problems: ['The name must not contain control characters (such as tabs or line breaks).'] }, JSON.stringify(name));
+    }
+  });
+  it('trims the Unicode line and paragraph separators at either end', () => assert.equal(checkName('\u2028Tea\u2029'), 'Tea'));
   it('refuses unpaired surrogates', () =>
     assert.deepEqual(checkName('a\ud800b'), { problems: ['The name is not valid Unicode (it has an unpaired surrogate).'] }));
   it('refuses non-strings', () => assert.deepEqual(checkName(5), { problems: ['The name must be a string.'] }));

@@ -153,6 +153,12 @@ describeEachStore('POST /api/v1/shop/product/', (ctx) => {
       expected: invalid({ name: ['The name must not contain control characters (such as tabs or line breaks).'] }),
     },
     {
+      name: 'a line separator (U+2028) in the name',
+      body: '{"name": "Pen\\u2028Blue", "barcode": "4006381333931", "price": "1.00"}',
+      status: 400,
+      expected: invalid({ name: ['The name must not contain control characters (such as tabs or line breaks).'] }),
+    },
+    {
       name: 'an unpaired surrogate in the name',
       body: '{"name": "Pen \\ud800", "barcode": "4006381333931", "price": "1.00"}',
       status: 400,
