@@ -20,10 +20,12 @@ every message to standard error.
 Exit status: 0 done, 1 failed, 2 wrong usage.
 `;
 
+const SEE_HELP = 'Run `catalogue --help` for the commands.';
+
 async function main(args: readonly string[]): Promise<number> {
   hideSqliteExperimentalWarning();
   const [name, ...rest] = args;
-  if (name === undefined || name === '--help' || name === '-h') {
+  if (name === '--help' || name === '-h') {
     process.stdout.write(HELP);
     return EXIT.done;
   }
@@ -32,7 +34,10 @@ async function main(args: readonly string[]): Promise<number> {
     process.stdout.write(command?.help ?? HELP);
     return EXIT.done;
   }
-  if (command === undefined) throw new UsageError(`Unknown command ${JSON.stringify(name)}; the commands are ${COMMANDS.map((c) => c.name).join(', ')}.`);
+  // No command is a wrong command line like a wrong command: a script that forgot it must not pass.
+  const commands = COMMANDS.map((c) => c.name).join(', ');
+  if (name === undefined) throw new UsageError(`Name a command: ${commands}.\n${SEE_HELP}`);
+  if (command === undefined) throw new UsageError(`Unknown command ${JSON.stringify(name)}; the commands are ${commands}.\n${SEE_HELP}`);
   try {
     return await command.run(rest);
   } catch (error) {

@@ -35,7 +35,6 @@ describe('the catalogue command', { timeout: 180_000 }, () => {
   it('shows help on standard output for itself and every command, and does nothing else', async (t) => {
     const env = { DATABASE_URL: `sqlite:${join(folder(t), 'catalogue.db')}` };
     for (const [args, usage] of [
-      [[], 'Usage: catalogue <command> [options]'],
       [['--help'], 'Usage: catalogue <command> [options]'],
       [['help', 'export'], 'Usage: catalogue export [--format csv|json] [FILE]'],
       [['import', '--help'], 'Usage: catalogue import [--update] [--skip-invalid] [--format csv|json] FILE'],
@@ -47,7 +46,7 @@ describe('the catalogue command', { timeout: 180_000 }, () => {
       [['migrate', 'now', '--help'], 'Usage: catalogue migrate'],
     ] as const) {
       const [command, ...rest] = args;
-      const result = command === undefined ? await shell(`node ${CATALOGUE}`, env) : await runCli(command, rest, env);
+      const result = await runCli(command, rest, env);
       assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`);
       assert.equal(result.stderr, '', args.join(' '));
       assert.ok(result.stdout.startsWith(usage), `${args.join(' ')}: ${result.stdout}`);
@@ -60,7 +59,7 @@ describe('the catalogue command', { timeout: 180_000 }, () => {
   it('refuses a wrong command line with exit status 2, a reason and where to find the usage, on standard error', async (t) => {
     const env = { DATABASE_URL: `sqlite:${join(folder(t), 'catalogue.db')}` };
     for (const [args, message] of [
-      [['frobnicate'], 'Unknown command "frobnicate"; the commands are import, export, migrate.'],
+      [['frobnicate'], 'Unknown command "frobnicate"; the commands are import, export, migrate.\nRun `catalogue --help` for the commands.'],
       [['import'], 'Name the FILE to import.\nRun `catalogue import --help` for its usage.'],
       [['import', 'a.csv', 'b.csv'], 'Expected one FILE, got 2.\nRun `catalogue import --help` for its usage.'],
       [['import', '--overwrite', 'a.csv'], 'Unknown option --overwrite.\nRun `catalogue import --help` for its usage.'],
@@ -72,6 +71,11 @@ describe('the catalogue command', { timeout: 180_000 }, () => {
       const [command, ...rest] = args;
       assert.deepEqual(await runCli(command, rest, env), { code: 2, stdout: '', stderr: `${message}\n` }, args.join(' '));
     }
+    assert.deepEqual(await shell(`node ${CATALOGUE}`, env), {
+      code: 2,
+      stdout: '',
+      stderr: 'Name a command: import, export, migrate.\nRun `catalogue --help` for the commands.\n',
+    });
     assert.equal(existsSync(env.DATABASE_URL.slice('sqlite:'.length)), false);
   });
 
