@@ -46,6 +46,8 @@ export interface DialectMigrations {
   readonly changeNotice: Migration;
   /** 0005: the trigram index over `name_folded`, and the trigger clearing the copy of a renamed name. */
   readonly search: Migration;
+  /** 0006: refuses a `price_cents` above `MAX_PRICE_CENTS` on every insert and update. */
+  readonly priceLimit: Migration;
   /** The schema holding Kysely's bookkeeping tables, or `undefined` where the database has one. */
   migrationTableSchema(db: Kysely<unknown>): Promise<string | undefined>;
 }

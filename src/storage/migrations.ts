@@ -1,5 +1,6 @@
 import { DEFAULT_MIGRATION_TABLE, Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import type { StoreDialect } from './dialect.js';
+import { MAX_PRICE_CENTS } from '../catalogue/price.js';
 import { STATE_SLOTS } from './schema.js';
 import { foldPendingNames } from './search-index.js';
 
@@ -86,6 +87,19 @@ function migrationsFor(dialect: StoreDialect): Record<string, Migration> {
         await sql.raw('DROP INDEX IF EXISTS product_unfolded').execute(db);
         await db.schema.alterTable('product').dropColumn('name_folded').execute();
       },
+    },
+    '0006_price_limit': {
+      // The API's own cap, kept by the database against plain SQL too: beyond 2^53 cents a price
+      // cannot be read back exactly. A row already past it stops the migration, named, to be fixed.
+      async up(db: Kysely<unknown>): Promise<void> {
+        const { rows } = await sql<{ pk: unknown }>`SELECT pk FROM product WHERE price_cents > ${sql.lit(MAX_PRICE_CENTS)} ORDER BY pk LIMIT 10`.execute(db);
+        if (rows.length > 0) {
+          const pks = rows.map((row) => String(row.pk)).join(', ');
+          throw new Error(`Products have a price_cents above ${MAX_PRICE_CENTS}, which the catalogue cannot keep exactly (pk ${pks}); lower them and migrate again.`);
+        }
+        await own.priceLimit.up(db);
+      },
+      down: async (db: Kysely<unknown>) => own.priceLimit.down?.(db),
     },
   };
 }

@@ -1,4 +1,5 @@
 import { sql, type Kysely, type Migration } from 'kysely';
+import { MAX_PRICE_CENTS } from '../../catalogue/price.js';
 import type { DialectMigrations } from '../dialect.js';
 import { STATE_SLOTS } from '../schema.js';
 
@@ -44,6 +45,10 @@ export const postgresMigrations: DialectMigrations = {
         'DROP FUNCTION IF EXISTS product_name_changed()',
         'DROP INDEX IF EXISTS product_name_folded_trgm',
       ]),
+  },
+  priceLimit: {
+    up: (db) => run(db, [`ALTER TABLE product ADD CONSTRAINT product_price_limit CHECK (price_cents <= ${MAX_PRICE_CENTS})`]),
+    down: (db) => run(db, ['ALTER TABLE product DROP CONSTRAINT IF EXISTS product_price_limit']),
   },
   // Kysely looks for its bookkeeping tables in every schema unless told which one; another schema's
   // tables in the same database would then pass for this one's.

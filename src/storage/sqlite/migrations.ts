@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import { MAX_PRICE_CENTS } from '../../catalogue/price.js';
 import type { DialectMigrations } from '../dialect.js';
 
 /** What SQLite's migrations write in its own SQL; the steps are storage/migrations.ts. */
@@ -20,6 +21,12 @@ export const sqliteMigrations: DialectMigrations = {
       await run(db, ['DROP TABLE IF EXISTS product_search']);
     },
   },
+  // SQLite cannot add a CHECK to a table: triggers refuse the write instead.
+  priceLimit: {
+    up: (db) => run(db, ['INSERT', 'UPDATE OF price_cents'].map((event, i) => `CREATE TRIGGER ${PRICE_LIMIT_TRIGGERS[i]} BEFORE ${event} ON product
+      WHEN new.price_cents > ${MAX_PRICE_CENTS} BEGIN SELECT RAISE(ABORT, 'CHECK constraint failed: price_cents <= ${MAX_PRICE_CENTS}'); END`)),
+    down: (db) => run(db, PRICE_LIMIT_TRIGGERS.map((name) => `DROP TRIGGER IF EXISTS ${name}`)),
+  },
   // One database per file: Kysely's tables are in it.
   migrationTableSchema: async () => undefined,
 };
@@ -27,6 +34,8 @@ export const sqliteMigrations: DialectMigrations = {
 async function run(db: Kysely<unknown>, statements: readonly string[]): Promise<void> {
   for (const statement of statements) await sql.raw(statement).execute(db);
 }
+
+const PRICE_LIMIT_TRIGGERS = ['product_price_limit_insert', 'product_price_limit_update'];
 
 const STATE_TRIGGERS = [
   `CREATE TRIGGER product_state_insert AFTER INSERT ON product BEGIN
