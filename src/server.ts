@@ -6,6 +6,7 @@ import { errorCode, errorMessage } from './error-details.js';
 import { loggerOptions } from './http/logging.js';
 import { OVERLOAD } from './http/overload.js';
 import { SchemaNotCurrentError } from './storage/migrations.js';
+import { closeConnectionsOnStop } from './stop-connections.js';
 import { openStore } from './storage/open-store.js';
 
 /** How long in-flight requests may take to finish after a stop signal. */
@@ -50,6 +51,7 @@ async function main(): Promise<void> {
   }
 
   const app = await buildApp({ config, store, logger: loggerOptions(config.logLevel) });
+  const connections = closeConnectionsOnStop(app.server);
   try {
     await app.listen({ port: config.port, host: config.host, backlog: OVERLOAD.listenBacklog });
   } catch (error) {
@@ -70,6 +72,7 @@ async function main(): Promise<void> {
       process.exit(1);
     }, SHUTDOWN_GRACE_MS);
     timer.unref();
+    connections.stopping();
     void app
       .close()
       .then(() => store.close())

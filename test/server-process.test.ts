@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { describe, it } from 'node:test';
 import { openSqliteConnection } from '../src/storage/sqlite/driver.js';
 import { databaseUrl, spawnServer } from './helpers/child-server.js';
@@ -54,6 +55,57 @@ describe('the server process', () => {
       again.process.kill('SIGTERM');
       assert.deepEqual(await again.exited, { code: 0, signal: null });
     }
+  });
+
+  it('on SIGTERM answers a keep-alive request still arriving with Connection: close, closes idle connections, and exits 0 at once', { timeout: 60_000 }, async (t) => {
+    const { location, drop } = await STORES[0]!.create();
+    t.after(drop);
+    const server = await spawnServer({ DATABASE_URL: databaseUrl(location) });
+    t.after(() => server.process.kill('SIGKILL'));
+    const { hostname, port } = new URL(server.url);
+    const open = (): Promise<ReturnType<typeof connect>> =>
+      new Promise((resolve, reject) => {
+        const socket = connect(Number(port), hostname, () => resolve(socket));
+        socket.once('error', reject);
+      });
+    /** Everything the service writes on a connection, until it closes its side. */
+    const readAll = (socket: ReturnType<typeof connect>): Promise<string> =>
+      new Promise((resolve, reject) => {
+        let text = '';
+        socket.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+        socket.once('end', () => resolve(text));
+        socket.once('error', reject);
+      });
+
+    // A keep-alive connection that has had its answer and sits idle when the signal comes.
+    const idle = await open();
+    const idleText = readAll(idle);
+    idle.write(`GET /api/v2/shop/products HTTP/1.1\r\nHost: ${server.url.slice(7)}\r\n\r\n`);
+    await server.waitForLog(/request completed/);
+
+    // HTTP/1.1 without a Connection header: the client means to keep the connection.
+    const body = JSON.stringify({ name: 'Arriving slowly', barcode: uniqueBarcode(), price: '1.00' });
+    const busy = await open();
+    const busyText = readAll(busy);
+    busy.write(
+      `POST /api/v1/shop/product/ HTTP/1.1\r\nHost: ${server.url.slice(7)}\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 10)}`,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const signalled = Date.now();
+    server.process.kill('SIGTERM');
+    await server.waitForLog(/SIGTERM received/);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    busy.write(body.slice(10));
+
+    const answer = await busyText;
+    assert.match(answer, /^HTTP\/1\.1 201 /);
+    assert.match(answer, /\r\nconnection: close\r\n/i);
+    assert.doesNotMatch(answer, /keep-alive/i);
+    assert.match(await idleText, /^HTTP\/1\.1 200 /);
+    assert.deepEqual(await server.exited, { code: 0, signal: null });
+    assert.ok(Date.now() - signalled < 5_000, `the stop took ${Date.now() - signalled} ms`);
+    assert.ok(!server.logs.some((entry) => /did not finish/.test(entry.msg ?? '')));
   });
 
   it('keeps every acknowledged product through a SIGKILL under concurrent writes', { timeout: 60_000 }, async (t) => {

@@ -72,6 +72,13 @@ export interface DialectSearch {
    * a source of a WHERE on `product` alone.
    */
   textSource(text: string, short: boolean, plain: (where: RawBuilder<boolean>, readsEveryName: boolean) => FilterSource): FilterSource;
+  /**
+   * When set, a search that reads every folded name reads them in ranges of this many pks, one
+   * statement each, giving the event loop a turn between them; otherwise in one statement. SQLite
+   * runs every statement on the service's one thread, where one statement over every name would
+   * hold up every other request; PostgreSQL runs it on a connection of its own.
+   */
+  readonly pksPerPiece?: number;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { sql, type CompiledQuery, type Kysely } from 'kysely';
+import { sql, type CompiledQuery, type Kysely, type RawBuilder } from 'kysely';
 import type { NewProduct, Product } from '../catalogue/product.js';
 import { DuplicateBarcodeError, IdempotencyKeyTakenError, StoreUnavailableError } from '../catalogue/errors.js';
 import type { CatalogueStore, CatalogueSummary, IdempotencyRecord, KeyedCreation, PoolStats, PriceListOutcome, ProductPage } from './store.js';
@@ -9,6 +9,12 @@ import { filterSource, foldPendingNames } from './search-index.js';
 
 /** Rows per statement when many are read or written at once; well under every database's parameter limit. */
 const ROWS_PER_STATEMENT = 500;
+
+/** Reads in pieces a search makes, each spoilt by a write, before it reads in one statement instead. */
+const PIECED_ATTEMPTS = 3;
+
+/** Resolves after the event loop has had a turn: the I/O waiting meanwhile (other requests) is served. */
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** The one implementation of `CatalogueStore`, over any database Kysely speaks to. */
 export class KyselyCatalogueStore implements CatalogueStore {
@@ -117,52 +123,137 @@ export class KyselyCatalogueStore implements CatalogueStore {
   async readFilteredPage(filter: ProductFilter, offset: number, limit: number): Promise<ProductPage> {
     await this.foldPendingNames();
     const source = filterSource(filter, this.#dialect.search);
-    // One statement, so that the count, the revision and the page come from one snapshot everywhere.
-    const { rows } = await this.#search(source, () =>
-      sql<PageRow>`
-        SELECT c.match_count AS product_count, s.revision, p.pk, p.name, p.barcode, p.price_cents
-        FROM (${sql.raw(STATE_SUMS)}) s
-        CROSS JOIN (SELECT count(*) AS match_count FROM ${source.count}) c
-        LEFT JOIN (
-          SELECT product.pk, product.name, product.barcode, product.price_cents FROM ${source.from}
-          WHERE ${source.where} ORDER BY ${source.order} LIMIT ${limit} OFFSET ${offset}
-        ) p ON 1 = 1
-        ORDER BY p.pk`.execute(this.#db),
+    return this.#search(
+      source,
+      async () => {
+        // One statement, so that the count, the revision and the page come from one snapshot everywhere.
+        const { rows } = await sql<PageRow>`
+          SELECT c.match_count AS product_count, s.revision, p.pk, p.name, p.barcode, p.price_cents
+          FROM (${sql.raw(STATE_SUMS)}) s
+          CROSS JOIN (SELECT count(*) AS match_count FROM ${source.count}) c
+          LEFT JOIN (
+            SELECT product.pk, product.name, product.barcode, product.price_cents FROM ${source.from}
+            WHERE ${source.where} ORDER BY ${source.order} LIMIT ${limit} OFFSET ${offset}
+          ) p ON 1 = 1
+          ORDER BY p.pk`.execute(this.#db);
+        const first = rows[0];
+        if (first === undefined || first.product_count === null) throw new Error(MISSING_STATE);
+        const products = first.pk === null ? [] : rows.map((row) => toProduct(row as ProductRow));
+        return { count: Number(first.product_count), revision: Number(first.revision), products };
+      },
+      async (revision) => {
+        let count = 0;
+        const products: Product[] = [];
+        for await (const range of this.#pieces(source, 0)) {
+          const found = await this.#countIn(source, range);
+          // Rows are read only from the pieces the page falls in; the others are only counted.
+          if (products.length < limit && count + found > offset) {
+            const rows = await this.#rowsIn(source, range, limit - products.length, Math.max(0, offset - count));
+            products.push(...rows.map(toProduct));
+          }
+          count += found;
+        }
+        return { count, revision, products };
+      },
     );
-    const first = rows[0];
-    if (first === undefined || first.product_count === null) throw new Error(MISSING_STATE);
-    const products = first.pk === null ? [] : rows.map((row) => toProduct(row as ProductRow));
-    return { count: Number(first.product_count), revision: Number(first.revision), products };
   }
 
   async countMatching(filter: ProductFilter): Promise<number> {
     await this.foldPendingNames();
     const source = filterSource(filter, this.#dialect.search);
-    const { rows } = await this.#search(source, () => sql<{ n: number | string }>`SELECT count(*) AS n FROM ${source.count}`.execute(this.#db));
-    return Number(rows[0]?.n ?? 0);
+    return this.#search(
+      source,
+      async () => {
+        const { rows } = await sql<{ n: number | string }>`SELECT count(*) AS n FROM ${source.count}`.execute(this.#db);
+        return Number(rows[0]?.n ?? 0);
+      },
+      async () => {
+        let count = 0;
+        for await (const range of this.#pieces(source, 0)) count += await this.#countIn(source, range);
+        return count;
+      },
+    );
   }
 
   async listFilteredAfter(filter: ProductFilter, afterPk: number, limit: number): Promise<Product[]> {
     await this.foldPendingNames();
     const source = filterSource(filter, this.#dialect.search);
-    const { rows } = await this.#search(source, () =>
-      sql<ProductRow>`
-        SELECT product.pk, product.name, product.barcode, product.price_cents FROM ${source.from}
-        WHERE ${source.where} AND ${source.pk} > ${afterPk} ORDER BY ${source.order} LIMIT ${limit}`.execute(this.#db),
+    return this.#search(
+      source,
+      async () => {
+        const { rows } = await sql<ProductRow>`
+          SELECT product.pk, product.name, product.barcode, product.price_cents FROM ${source.from}
+          WHERE ${source.where} AND ${source.pk} > ${afterPk} ORDER BY ${source.order} LIMIT ${limit}`.execute(this.#db);
+        return rows.map(toProduct);
+      },
+      async () => {
+        const products: Product[] = [];
+        for await (const range of this.#pieces(source, afterPk)) {
+          if (products.length >= limit) break;
+          products.push(...(await this.#rowsIn(source, range, limit - products.length, 0)).map(toProduct));
+        }
+        return products;
+      },
     );
-    return rows.map(toProduct);
   }
 
   /**
-   * Runs a search's statement. Those that read every folded name (texts too short for a trigram) run
-   * one at a time per store, so that many broad searches at once queue here instead of taking every
-   * connection (PostgreSQL) or the one thread (SQLite) from the other requests.
+   * Runs a search: `whole` in one statement, or, when it reads every folded name (texts too short for
+   * a trigram) and the database reads such searches in pieces (SQLite), `inPieces`, given the revision
+   * it answers for. Searches that read every folded name run one at a time per store, with a turn of
+   * the event loop between them, so that many broad searches at once queue here instead of taking
+   * every connection (PostgreSQL) or the one thread (SQLite) from the other requests.
    */
-  async #search<T>(source: FilterSource, query: () => Promise<T>): Promise<T> {
-    if (!source.readsEveryName) return this.#run(query);
-    const turn = this.#fullReads.then(() => this.#run(query));
-    this.#fullReads = turn.catch(() => undefined);
+  async #search<T>(source: FilterSource, whole: () => Promise<T>, inPieces: (revision: number) => Promise<T>): Promise<T> {
+    if (!source.readsEveryName) return this.#run(whole);
+    const read = this.#dialect.search.pksPerPiece === undefined ? whole : () => this.#consistentInPieces(inPieces, whole);
+    const turn = this.#fullReads.then(() => this.#run(read));
+    this.#fullReads = turn.catch(() => undefined).then(nextTurn);
     return turn;
+  }
+
+  /**
+   * `inPieces`, as exact as one statement: its pieces are read at different times, so it is taken only
+   * when the revision (raised by every write, from any process) is the same after it as before.
+   * Writes coming in between every time leave `whole`, one statement, which is one snapshot.
+   */
+  async #consistentInPieces<T>(inPieces: (revision: number) => Promise<T>, whole: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; attempt < PIECED_ATTEMPTS; attempt += 1) {
+      const { revision } = await this.describeCatalogue();
+      const answer = await inPieces(revision);
+      if ((await this.describeCatalogue()).revision === revision) return answer;
+    }
+    return whole();
+  }
+
+  /**
+   * The conditions selecting `source`'s matches in consecutive ranges of pks above `afterPk`, lowest
+   * first, `pksPerPiece` wide, with a turn of the event loop before each but the first.
+   */
+  async *#pieces(source: FilterSource, afterPk: number): AsyncGenerator<RawBuilder<boolean>> {
+    const width = this.#dialect.search.pksPerPiece ?? Number.MAX_SAFE_INTEGER;
+    // Two subqueries, as each of min() and max() is then one index lookup.
+    const { rows } = await sql<{ low: number | string | null; high: number | string | null }>`
+      SELECT (SELECT min(pk) FROM product) AS low, (SELECT max(pk) FROM product) AS high`.execute(this.#db);
+    const bounds = rows[0];
+    if (bounds === undefined || bounds.low === null || bounds.high === null) return;
+    const [first, high] = [Math.max(afterPk, Number(bounds.low) - 1), Number(bounds.high)];
+    for (let above = first; above < high; above += width) {
+      if (above !== first) await nextTurn();
+      yield sql<boolean>`${source.where} AND ${source.pk} > ${above} AND ${source.pk} <= ${above + width}`;
+    }
+  }
+
+  async #countIn(source: FilterSource, range: RawBuilder<boolean>): Promise<number> {
+    const { rows } = await sql<{ n: number | string }>`SELECT count(*) AS n FROM ${source.from} WHERE ${range}`.execute(this.#db);
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  async #rowsIn(source: FilterSource, range: RawBuilder<boolean>, limit: number, offset: number): Promise<ProductRow[]> {
+    const { rows } = await sql<ProductRow>`
+      SELECT product.pk, product.name, product.barcode, product.price_cents FROM ${source.from}
+      WHERE ${range} ORDER BY ${source.order} LIMIT ${limit} OFFSET ${offset}`.execute(this.#db);
+    return rows;
   }
 
   /**

@@ -11,6 +11,8 @@ export const sqliteSearch: DialectSearch = {
   unfoldedHint: 'INDEXED BY product_unfolded ',
   contains: (text) => sql<boolean>`instr(product.name_folded, ${text}) > 0`,
   pkOrder: sql<number>`product.pk`,
+  // A few milliseconds of reading each: another request waits about that long at most.
+  pksPerPiece: 4_096,
   textSource(text, short, plain) {
     if (short) return plain(sqliteSearch.contains(text), true);
     // A phrase in FTS5's syntax: the text in double quotes, each of its own double quotes doubled.
