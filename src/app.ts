@@ -54,7 +54,9 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
     requestTimeout: TIMEOUTS.requestMs,
     // Node enforces the header and request time limits only when it checks its connections, every
     // 30 s by default: a limit of 15 s could then take 45 s to strike.
-    http: { connectionsCheckingInterval: TIMEOUTS.checkEveryMs },
+    // Node answers an HTTP/1.1 request without Host itself, with an empty 400 that carries none of the
+    // headers every answer carries; the Host check refuses it instead, as a problem document.
+    http: { connectionsCheckingInterval: TIMEOUTS.checkEveryMs, requireHostHeader: false },
     connectionTimeout: TIMEOUTS.idleSocketMs,
     keepAliveTimeout: TIMEOUTS.keepAliveMs,
     // While stopping, a request that still arrives on an open connection is served (the database

@@ -37,6 +37,22 @@ describeEachStore('odd and hostile requests', { env: { PAGE_SIZE: '1' } }, (ctx)
     }
   });
 
+  it('refuses an HTTP/1.1 request without Host with a 400 problem carrying the usual headers', async () => {
+    for (const path of ['/healthz', `/api/v1/shop/product/${pk}`, '/', '/nowhere']) {
+      const raw = await rawExchange(ctx.server.url, `GET ${path} HTTP/1.1\r\nX-Request-Id: no-host\r\nConnection: close\r\n\r\n`);
+      const answer = problemOf(raw);
+      assert.equal(answer.status, 400, path);
+      assert.match(answer.headers, /\r\ncontent-type: application\/problem\+json; charset=utf-8\r\n/);
+      assert.match(answer.headers, /\r\naccess-control-allow-origin: \*\r\n/);
+      assert.match(answer.headers, /\r\nx-request-id: no-host\r\n/);
+      assert.deepEqual(answer.body, { type: 'about:blank', title: 'Bad Request', status: 400, detail: 'The request has no Host header.' });
+    }
+    // HTTP/1.0 needs no Host: its links name the address the request arrived on.
+    const raw = await rawExchange(ctx.server.url, 'GET /api/v2/shop/products?limit=1 HTTP/1.0\r\n\r\n');
+    assert.match(raw, /^HTTP\/1\.1 200 /);
+    assert.equal((JSON.parse(raw.split('\r\n\r\n')[1]!) as { next: string }).next, `${ctx.server.url}/api/v2/shop/products?limit=1&offset=1`);
+  });
+
   it('builds links from an absolute-form request target', async () => {
     const raw = await rawExchange(
       ctx.server.url,
