@@ -8,7 +8,7 @@ import { useProblemErrors } from './http/error-handler.js';
 import { health } from './http/health.js';
 import { BODY_LIMIT_BYTES, useStrictJsonBodies } from './http/json-body.js';
 import { TIMEOUTS, useRateLimit } from './http/limits.js';
-import { EXTRA_HTTP_METHODS, clientErrorHandler, frameworkErrors } from './http/low-level-errors.js';
+import { EXTRA_HTTP_METHODS, clientErrorHandler, frameworkErrors, useExpectationRefusal } from './http/low-level-errors.js';
 import { useMetrics } from './http/metrics.js';
 import { declareOverloadAnswer, useOverloadRefusal } from './http/overload.js';
 import { productsV1 } from './http/products-v1.js';
@@ -64,6 +64,7 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
     return503OnClosing: false,
   });
   app.server.headersTimeout = TIMEOUTS.headersMs;
+  useExpectationRefusal(app, answerHeaders);
   for (const method of EXTRA_HTTP_METHODS) {
     if (!app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true });
   }
