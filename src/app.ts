@@ -8,7 +8,7 @@ import { useProblemErrors } from './http/error-handler.js';
 import { health } from './http/health.js';
 import { BODY_LIMIT_BYTES, useStrictJsonBodies } from './http/json-body.js';
 import { TIMEOUTS, useRateLimit } from './http/limits.js';
-import { EXTRA_HTTP_METHODS, clientErrorHandler, frameworkErrors, useExpectationRefusal } from './http/low-level-errors.js';
+import { EXTRA_HTTP_METHODS, clientErrorHandler, frameworkErrors, useConnectAnswers, useExpectationRefusal } from './http/low-level-errors.js';
 import { useMetrics } from './http/metrics.js';
 import { declareOverloadAnswer, useOverloadRefusal } from './http/overload.js';
 import { productsV1 } from './http/products-v1.js';
@@ -66,8 +66,10 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   app.server.headersTimeout = TIMEOUTS.headersMs;
   useExpectationRefusal(app, answerHeaders);
   for (const method of EXTRA_HTTP_METHODS) {
-    if (!app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true });
+    // What follows a CONNECT's head is the tunnel's data, not a body.
+    if (!app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: method !== 'CONNECT' });
   }
+  useConnectAnswers(app);
 
   // The order below is load-bearing, and this is the one place that says why. Hooks and onRoute hooks
   // act only on what is registered after them, so each step comes after what it must see:
