@@ -13,6 +13,7 @@ import { useMetrics } from './http/metrics.js';
 import { declareOverloadAnswer, useOverloadRefusal } from './http/overload.js';
 import { productsV1 } from './http/products-v1.js';
 import { useHostCheck } from './http/request-address.js';
+import { usePageMethods } from './http/resource.js';
 import { useUnreadBodyLimit } from './http/unread-bodies.js';
 import { productsV2 } from './http/products-v2.js';
 import { useSharedSchemas } from './http/responses.js';
@@ -74,8 +75,9 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   // The order below is load-bearing, and this is the one place that says why. Hooks and onRoute hooks
   // act only on what is registered after them, so each step comes after what it must see:
   // 1. what every answer carries (problem errors, strict JSON, request id, CORS), then the Host check,
-  //    so that its 400 carries those headers like any answer; every route's preflight reads the
-  //    app's answerHeaders, which therefore come before any route;
+  //    so that its 400 carries those headers like any answer, then the methods of the page and docs
+  //    paths, which answer only after both; every route's preflight reads the app's answerHeaders,
+  //    which therefore come before any route;
   // 2. the API docs, which learn each route as it is added;
   // 3. probes and metrics, before the rate limit and the token, so monitoring is never held back;
   // 4. the rate limit and the write token, whose onRoute hooks add 429 and 401 to the documented
@@ -86,6 +88,7 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   useUnreadBodyLimit(app);
   useAnswerHeaders(app, answerHeaders);
   useHostCheck(app);
+  usePageMethods(app);
   await useApiDocs(app, { writeToken: config.apiToken !== undefined });
   useSharedSchemas(app);
   // Before everything that costs work, after the hooks that give every answer its id and CORS headers.

@@ -14,6 +14,8 @@ const ROUTES = [
   { path: '/api/v2/shop/products', allow: 'GET, HEAD, OPTIONS' },
   { path: '/healthz', allow: 'GET, HEAD, OPTIONS' },
   { path: '/readyz', allow: 'GET, HEAD, OPTIONS' },
+  // The page, the API reference and the contract answer like the API's paths.
+  ...['/', '/assets/style.css', '/docs', '/docs/static/index.html', '/openapi.json', '/docs/API.md'].map((path) => ({ path, allow: 'GET, HEAD, OPTIONS' })),
 ];
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'TRACE'];
 
