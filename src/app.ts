@@ -79,10 +79,11 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   //    paths, which answer only after both; every route's preflight reads the app's answerHeaders,
   //    which therefore come before any route;
   // 2. the API docs, which learn each route as it is added;
-  // 3. probes and metrics, before the rate limit and the token, so monitoring is never held back;
+  // 3. probes, metrics and the page with its assets, before the rate limit and the token, so that
+  //    monitoring is never held back and the page always loads whole (its API calls are limited);
   // 4. the rate limit and the write token, whose onRoute hooks add 429 and 401 to the documented
   //    answers of the routes after them (test/openapi.test.ts checks the document says so);
-  // 5. the catalogue's routes and the page.
+  // 5. the catalogue's routes.
   useProblemErrors(app);
   useStrictJsonBodies(app);
   useUnreadBodyLimit(app);
@@ -96,6 +97,7 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   if (refuseWhenOverloaded) await useOverloadRefusal(app);
   useMetrics(app, store);
   await app.register(health, { store });
+  await app.register(webPage);
   if (config.rateLimit !== undefined) await useRateLimit(app, config.rateLimit);
   if (config.apiToken !== undefined) useWriteToken(app, config.apiToken);
   await app.register(productsV1, { store });
@@ -105,7 +107,6 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
     pageSize: config.pageSize,
     maxLimit: config.maxLimit,
   });
-  await app.register(webPage);
   return app;
 }
 
