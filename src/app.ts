@@ -8,11 +8,12 @@ import { useProblemErrors } from './http/error-handler.js';
 import { health } from './http/health.js';
 import { BODY_LIMIT_BYTES, useStrictJsonBodies } from './http/json-body.js';
 import { TIMEOUTS, useRateLimit } from './http/limits.js';
-import { EXTRA_HTTP_METHODS, clientErrorHandler, frameworkErrors } from './http/low-level-errors.js';
+import { EXTRA_HTTP_METHODS, clientErrorHandler, frameworkErrors, useConnectAnswers, useExpectationRefusal } from './http/low-level-errors.js';
 import { useMetrics } from './http/metrics.js';
 import { declareOverloadAnswer, useOverloadRefusal } from './http/overload.js';
 import { productsV1 } from './http/products-v1.js';
 import { useHostCheck } from './http/request-address.js';
+import { usePageMethods } from './http/resource.js';
 import { useUnreadBodyLimit } from './http/unread-bodies.js';
 import { productsV2 } from './http/products-v2.js';
 import { useSharedSchemas } from './http/responses.js';
@@ -54,7 +55,9 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
     requestTimeout: TIMEOUTS.requestMs,
     // Node enforces the header and request time limits only when it checks its connections, every
     // 30 s by default: a limit of 15 s could then take 45 s to strike.
-    http: { connectionsCheckingInterval: TIMEOUTS.checkEveryMs },
+    // Node answers an HTTP/1.1 request without Host itself, with an empty 400 that carries none of the
+    // headers every answer carries; the Host check refuses it instead, as a problem document.
+    http: { connectionsCheckingInterval: TIMEOUTS.checkEveryMs, requireHostHeader: false },
     connectionTimeout: TIMEOUTS.idleSocketMs,
     keepAliveTimeout: TIMEOUTS.keepAliveMs,
     // While stopping, a request that still arrives on an open connection is served (the database
@@ -62,25 +65,31 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
     return503OnClosing: false,
   });
   app.server.headersTimeout = TIMEOUTS.headersMs;
+  useExpectationRefusal(app, answerHeaders);
   for (const method of EXTRA_HTTP_METHODS) {
-    if (!app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true });
+    // What follows a CONNECT's head is the tunnel's data, not a body.
+    if (!app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: method !== 'CONNECT' });
   }
+  useConnectAnswers(app);
 
   // The order below is load-bearing, and this is the one place that says why. Hooks and onRoute hooks
   // act only on what is registered after them, so each step comes after what it must see:
   // 1. what every answer carries (problem errors, strict JSON, request id, CORS), then the Host check,
-  //    so that its 400 carries those headers like any answer; every route's preflight reads the
-  //    app's answerHeaders, which therefore come before any route;
+  //    so that its 400 carries those headers like any answer, then the methods of the page and docs
+  //    paths, which answer only after both; every route's preflight reads the app's answerHeaders,
+  //    which therefore come before any route;
   // 2. the API docs, which learn each route as it is added;
-  // 3. probes and metrics, before the rate limit and the token, so monitoring is never held back;
+  // 3. probes, metrics and the page with its assets, before the rate limit and the token, so that
+  //    monitoring is never held back and the page always loads whole (its API calls are limited);
   // 4. the rate limit and the write token, whose onRoute hooks add 429 and 401 to the documented
   //    answers of the routes after them (test/openapi.test.ts checks the document says so);
-  // 5. the catalogue's routes and the page.
+  // 5. the catalogue's routes.
   useProblemErrors(app);
   useStrictJsonBodies(app);
   useUnreadBodyLimit(app);
   useAnswerHeaders(app, answerHeaders);
   useHostCheck(app);
+  usePageMethods(app);
   await useApiDocs(app, { writeToken: config.apiToken !== undefined });
   useSharedSchemas(app);
   // Before everything that costs work, after the hooks that give every answer its id and CORS headers.
@@ -88,6 +97,7 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   if (refuseWhenOverloaded) await useOverloadRefusal(app);
   useMetrics(app, store);
   await app.register(health, { store });
+  await app.register(webPage);
   if (config.rateLimit !== undefined) await useRateLimit(app, config.rateLimit);
   if (config.apiToken !== undefined) useWriteToken(app, config.apiToken);
   await app.register(productsV1, { store });
@@ -97,7 +107,6 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
     pageSize: config.pageSize,
     maxLimit: config.maxLimit,
   });
-  await app.register(webPage);
   return app;
 }
 

@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import { DuplicateBarcodeError, InvalidProductError, StoreUnavailableError } from '../catalogue/errors.js';
 import { BODY_LIMIT_BYTES, UNSUPPORTED_MEDIA_TYPE } from './json-body.js';
 import { HttpProblem, sendProblem } from './problem.js';
@@ -26,6 +26,9 @@ export function useProblemErrors(app: FastifyInstance): void {
       return sendProblem(reply, 503, 'The catalogue database is not reachable right now; try again shortly.');
     }
     const status = 'statusCode' in error && typeof error.statusCode === 'number' ? error.statusCode : 500;
+    // The file servers of the page and the docs refuse a path that leads out of their folder (`..`)
+    // with a 403: there is nothing at such a path, and the answer says no more than that.
+    if (status === 403) return sendProblem(reply, 404, nothingAt(request));
     if (status >= 400 && status < 500) {
       return sendProblem(reply, status, clientErrorDetail(error as FastifyError));
     }
@@ -33,9 +36,11 @@ export function useProblemErrors(app: FastifyInstance): void {
     return sendProblem(reply, 500, 'Something went wrong on our side; it has been logged.');
   });
 
-  app.setNotFoundHandler((request, reply) =>
-    sendProblem(reply, 404, `There is nothing at ${request.method} ${request.url.split('?')[0]}.`),
-  );
+  app.setNotFoundHandler((request, reply) => sendProblem(reply, 404, nothingAt(request)));
+}
+
+function nothingAt(request: FastifyRequest): string {
+  return `There is nothing at ${request.method} ${request.url.split('?')[0]}.`;
 }
 
 function clientErrorDetail(error: FastifyError): string {

@@ -1,14 +1,53 @@
-import { METHODS, STATUS_CODES, type ServerResponse } from 'node:http';
+import { type IncomingMessage, METHODS, STATUS_CODES, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyError, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
-import type { AnswerHeaders } from './answer-headers.js';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
+import { type AnswerHeaders, requestId } from './answer-headers.js';
 import { PROBLEM_CONTENT_TYPE, problemBody, sendProblem } from './problem.js';
 
 /**
  * Every method Node's HTTP parser lets through, so that each route can answer 405 to all of them
- * (Fastify routes only the common ones unless told). CONNECT never reaches a request handler.
+ * (Fastify routes only the common ones unless told). CONNECT reaches the routes through
+ * `useConnectAnswers`.
  */
-export const EXTRA_HTTP_METHODS: readonly string[] = METHODS.filter((m) => m !== 'CONNECT');
+export const EXTRA_HTTP_METHODS: readonly string[] = METHODS;
+
+/**
+ * Routes a CONNECT like any other request, so that it gets the answer its path gives every method the
+ * path does not serve (a 405 with `Allow`, or a 404), with the usual headers. Node hands a CONNECT to
+ * the server's 'connect' listeners with the bare socket, as the start of a tunnel, and destroys the
+ * socket unanswered when there is none. This service is no proxy: it answers once and closes.
+ */
+export function useConnectAnswers(app: FastifyInstance): void {
+  app.server.on('connect', (request: IncomingMessage, socket: Socket) => {
+    // Node no longer watches the socket: an error on it must not end the process.
+    socket.on('error', () => socket.destroy());
+    const response = new ServerResponse(request);
+    response.shouldKeepAlive = false;
+    response.assignSocket(socket);
+    response.once('finish', () => socket.destroySoon());
+    app.server.emit('request', request, response);
+  });
+}
+
+/** The 417's detail: it names no part of the caller's header, which could be anything. */
+const EXPECTATION_FAILED = 'The Expect header asks for what this service does not do; the one expectation it meets is 100-continue.';
+
+/**
+ * Answers an `Expect` other than `100-continue` (RFC 9110 §10.1.1) with a 417 problem document instead
+ * of Node's empty 417, with the headers every answer carries. Node checks `Expect` before any route or
+ * hook sees the request; `100-continue` keeps working as Node has it. The body that may follow is
+ * not read: the connection is closed after the answer, like after a refusal of the parser.
+ */
+export function useExpectationRefusal(app: FastifyInstance, headers: AnswerHeaders): void {
+  app.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
+    const body = JSON.stringify(problemBody(417, EXPECTATION_FAILED));
+    headers.write(requestId(request), request.headers.origin, (name, value) => response.setHeader(name, value));
+    response.setHeader('Content-Type', PROBLEM_CONTENT_TYPE);
+    response.setHeader('Content-Length', Buffer.byteLength(body));
+    response.setHeader('Connection', 'close');
+    response.writeHead(417).end(body);
+  });
+}
 
 /**
  * Fastify's own answers to a path it cannot decode (`%ZZ`) or to an over-long path parameter, as

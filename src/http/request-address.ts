@@ -25,8 +25,9 @@ export interface RequestAddress {
 }
 
 /**
- * Refuses a request whose `Host` is not a plain host and port, or that has more than one `Host`
- * (RFC 9112 §3.2: 400), because the host is written into the absolute links the service returns.
+ * Refuses a request whose `Host` is not a plain host and port, that has more than one `Host`, or an
+ * HTTP/1.1 request that has none (RFC 9112 §3.2: 400), because the host is written into the absolute
+ * links the service returns. HTTP/1.0 has no Host requirement: links then use the local address.
  */
 export function useHostCheck(app: FastifyInstance): void {
   // A callback hook: an async one costs a promise per request for no waiting.
@@ -34,6 +35,7 @@ export function useHostCheck(app: FastifyInstance): void {
     // Node keeps the first of several Host headers; which one a proxy in front used is anyone's guess.
     if (countHeader(request.raw.rawHeaders, 'host') > 1) return done(new HttpProblem(400, 'The request has more than one Host header.'));
     const host = request.headers.host;
+    if (host === undefined && request.raw.httpVersion === '1.1') return done(new HttpProblem(400, 'The request has no Host header.'));
     if (host !== undefined && !isValidHost(host)) return done(new HttpProblem(400, 'The Host header is not a valid host name and port.'));
     done();
   });

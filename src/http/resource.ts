@@ -84,12 +84,43 @@ export function resource<G extends FastifySchema, P extends FastifySchema>(app: 
     url,
     // Refused before the body is read, so a wrong method is a 405 whatever body it carries.
     onRequest: async (request: { method: string }) => {
-      throw new HttpProblem(405, `${request.method} is not allowed here; this address answers ${allow}.`, { headers: { Allow: allow } });
+      throw methodNotAllowed(request.method, allow);
     },
     handler: async () => undefined,
   };
   // Described on the path in the document (see docs.ts), not offered as operations a client could call.
   app.route({ ...refused, method: others, schema: { hide: true } });
+}
+
+/** What the page and the docs answer besides GET and HEAD (which Fastify derives from GET). */
+const PAGE_ALLOW = 'GET, HEAD, OPTIONS';
+
+/**
+ * Gives the paths served by GET alone (the page and its assets, the API reference and its assets, the
+ * document, the contract) what `resource` gives the API's paths: the CORS preflight on OPTIONS, and a
+ * 405 with `Allow` for any other method, instead of the 404 of a path that is no route. These paths
+ * come from plugins (@fastify/static, @fastify/swagger-ui), wildcards included, so they are answered
+ * where the router finds no route for the method: such a request is a 405 when the router has a GET
+ * route for its path. Register after the answer headers and the Host check, whose hooks come first.
+ */
+export function usePageMethods(app: FastifyInstance): void {
+  // A callback hook: an async one costs a promise per request for no waiting.
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!request.is404 || request.method === 'GET' || request.method === 'HEAD') return done();
+    const query = request.url.indexOf('?');
+    const path = query === -1 ? request.url : request.url.slice(0, query);
+    if (!path.startsWith('/') || app.findRoute({ method: 'GET', url: path }) === null) return done();
+    // Answered before the body is read, as on the API's paths.
+    if (request.method === 'OPTIONS') {
+      app.answerHeaders.preflight(reply, PAGE_ALLOW);
+      return undefined;
+    }
+    return done(methodNotAllowed(request.method, PAGE_ALLOW));
+  });
+}
+
+function methodNotAllowed(method: string, allow: string): HttpProblem {
+  return new HttpProblem(405, `${method} is not allowed here; this address answers ${allow}.`, { headers: { Allow: allow } });
 }
 
 /** Every route refuses a malformed `Host` with a 400; an operation that has no 400 of its own says so. */

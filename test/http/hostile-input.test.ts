@@ -5,6 +5,7 @@ import { ean13CheckDigit } from '../../src/catalogue/ean13.js';
 import { describeEachStore } from '../helpers/each-store.js';
 import { postJson, send, type RawResponse } from '../helpers/http.js';
 import { countAll } from '../helpers/products.js';
+import { rawExchange } from '../helpers/raw-socket.js';
 import { startFreshServer, type RunningServer } from '../helpers/server.js';
 
 /** Runs per property: enough to meet every shape below many times, few enough to take seconds. */
@@ -136,6 +137,24 @@ describeEachStore('hostile input', (ctx) => {
       }),
       { numRuns: RUNS },
     );
+  });
+
+  it('answers a path that leads out of the page or docs folders with the 404 problem of a path with nothing there', async () => {
+    for (const path of [
+      '/docs/static/%2e%2e/%2e%2e/%2e%2e/package.json',
+      '/docs/static/../../../package.json',
+      '/docs/static/%2e%2e/index.html',
+      '/assets/%2e%2e/%2e%2e/package.json',
+      '/assets/../index.html',
+    ]) {
+      // Raw: a URL parser would remove the dot segments before they reach the service.
+      const raw = await rawExchange(ctx.server.url, `GET ${path} HTTP/1.1\r\nHost: shop.example\r\nConnection: close\r\n\r\n`);
+      const [head = '', body = ''] = raw.split('\r\n\r\n');
+      assert.match(head, /^HTTP\/1\.1 404 /, path);
+      assert.match(head.toLowerCase(), /\r\ncontent-type: application\/problem\+json; charset=utf-8\r\n/);
+      assert.match(head.toLowerCase(), /\r\naccess-control-allow-origin: \*\r\n/);
+      assert.deepEqual(JSON.parse(body), { type: 'about:blank', title: 'Not Found', status: 404, detail: `There is nothing at GET ${path}.` });
+    }
   });
 
   it('answers any product path with a 2xx or a 4xx problem', async () => {

@@ -14,6 +14,8 @@ const ROUTES = [
   { path: '/api/v2/shop/products', allow: 'GET, HEAD, OPTIONS' },
   { path: '/healthz', allow: 'GET, HEAD, OPTIONS' },
   { path: '/readyz', allow: 'GET, HEAD, OPTIONS' },
+  // The page, the API reference and the contract answer like the API's paths.
+  ...['/', '/assets/style.css', '/docs', '/docs/static/index.html', '/openapi.json', '/docs/API.md'].map((path) => ({ path, allow: 'GET, HEAD, OPTIONS' })),
 ];
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'TRACE'];
 
@@ -57,6 +59,31 @@ describeEachStore('methods and CORS', (ctx) => {
       }
     }
   }
+
+  it('answers CONNECT like any refused method: 405 with Allow, or 404 where there is no route, then closes', async () => {
+    const connect = async (target: string) => {
+      const raw = await rawExchange(ctx.server.url, `CONNECT ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Request-Id: connect-${target.length}\r\n\r\n`);
+      const [head = '', body = ''] = raw.split('\r\n\r\n');
+      const lines = head.toLowerCase().split('\r\n');
+      return { status: Number(lines[0]!.split(' ')[1]), lines, body: JSON.parse(body) as { status: number; detail: string } };
+    };
+    for (const { path, allow } of ROUTES) {
+      const answer = await connect(path);
+      assert.equal(answer.status, 405, path);
+      assert.ok(answer.lines.includes(`allow: ${allow.toLowerCase()}`), path);
+      assert.ok(answer.lines.includes('access-control-allow-origin: *'));
+      assert.ok(answer.lines.includes(`x-request-id: connect-${path.length}`));
+      assert.ok(answer.lines.includes('connection: close'));
+      assert.equal(answer.body.detail, `CONNECT is not allowed here; this address answers ${allow}.`);
+    }
+    // This service is no proxy: a tunnel's target names nothing here.
+    for (const target of ['/api/v1/nothing', 'shop.example:443']) {
+      const answer = await connect(target);
+      assert.equal(answer.status, 404, target);
+      assert.equal(answer.body.detail, `There is nothing at CONNECT ${target}.`);
+    }
+    assert.equal((await send(`${ctx.server.url}/healthz`)).status, 200);
+  });
 
   it('answers OPTIONS on a path that is no route with 404', async () => {
     const res = await send(`${ctx.server.url}/api/v1/nothing`, { method: 'OPTIONS' });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { describeEachStore } from '../helpers/each-store.js';
 import { postJson, send } from '../helpers/http.js';
-import { createProduct } from '../helpers/products.js';
+import { createProduct, uniqueBarcode } from '../helpers/products.js';
 import { rawExchange } from '../helpers/raw-socket.js';
 import { startFreshServer, type RunningServer } from '../helpers/server.js';
 import { STORES } from '../helpers/stores.js';
@@ -35,6 +35,49 @@ describeEachStore('odd and hostile requests', { env: { PAGE_SIZE: '1' } }, (ctx)
         detail: 'The Host header is not a valid host name and port.',
       });
     }
+  });
+
+  it('refuses an HTTP/1.1 request without Host with a 400 problem carrying the usual headers', async () => {
+    for (const path of ['/healthz', `/api/v1/shop/product/${pk}`, '/', '/nowhere']) {
+      const raw = await rawExchange(ctx.server.url, `GET ${path} HTTP/1.1\r\nX-Request-Id: no-host\r\nConnection: close\r\n\r\n`);
+      const answer = problemOf(raw);
+      assert.equal(answer.status, 400, path);
+      assert.match(answer.headers, /\r\ncontent-type: application\/problem\+json; charset=utf-8\r\n/);
+      assert.match(answer.headers, /\r\naccess-control-allow-origin: \*\r\n/);
+      assert.match(answer.headers, /\r\nx-request-id: no-host\r\n/);
+      assert.deepEqual(answer.body, { type: 'about:blank', title: 'Bad Request', status: 400, detail: 'The request has no Host header.' });
+    }
+    // HTTP/1.0 needs no Host: its links name the address the request arrived on.
+    const raw = await rawExchange(ctx.server.url, 'GET /api/v2/shop/products?limit=1 HTTP/1.0\r\n\r\n');
+    assert.match(raw, /^HTTP\/1\.1 200 /);
+    assert.equal((JSON.parse(raw.split('\r\n\r\n')[1]!) as { next: string }).next, `${ctx.server.url}/api/v2/shop/products?limit=1&offset=1`);
+  });
+
+  it('refuses an Expect other than 100-continue with a 417 problem carrying the usual headers', async () => {
+    const raw = await rawExchange(
+      ctx.server.url,
+      `GET /healthz HTTP/1.1\r\nHost: shop.example\r\nExpect: foo\r\nX-Request-Id: odd-expect\r\nOrigin: https://till.example\r\n\r\n`,
+    );
+    const answer = problemOf(raw);
+    assert.equal(answer.status, 417);
+    assert.match(answer.headers, /\r\ncontent-type: application\/problem\+json; charset=utf-8\r\n/);
+    assert.match(answer.headers, /\r\naccess-control-allow-origin: \*\r\n/);
+    assert.match(answer.headers, /\r\nx-request-id: odd-expect\r\n/);
+    assert.match(answer.headers, /\r\nconnection: close\r\n/);
+    assert.deepEqual(answer.body, {
+      type: 'about:blank',
+      title: 'Expectation Failed',
+      status: 417,
+      detail: 'The Expect header asks for what this service does not do; the one expectation it meets is 100-continue.',
+    });
+
+    // 100-continue is met: the client is told to go on, and the product is created.
+    const body = JSON.stringify({ name: 'Expect test', barcode: uniqueBarcode(), price: '1.00' });
+    const created = await rawExchange(
+      ctx.server.url,
+      `POST /api/v1/shop/product/ HTTP/1.1\r\nHost: shop.example\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+    );
+    assert.match(created, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 201 /);
   });
 
   it('builds links from an absolute-form request target', async () => {

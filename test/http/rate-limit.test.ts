@@ -28,6 +28,23 @@ describe('RATE_LIMIT', () => {
     }
   });
 
+  it('never counts the page, its assets or the API reference: only the calls to the API', async (t) => {
+    const server = await startFreshServer(STORES[0]!, { RATE_LIMIT: '2/minute' });
+    t.after(() => server.stop());
+    // A person reloading the page gets it whole every time, styled and working.
+    for (let i = 0; i < 3; i++) {
+      for (const path of ['/', '/assets/style.css', '/assets/catalogue.js', '/docs/', '/openapi.json', '/docs/API.md']) {
+        const res = await send(`${server.url}${path}`);
+        assert.equal(res.status, 200, path);
+        assert.equal(res.headers['x-ratelimit-limit'], undefined, path);
+      }
+    }
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await send(`${server.url}/api/v2/shop/products`)).status);
+    assert.deepEqual(statuses, [200, 200, 429]);
+    assert.equal((await send(`${server.url}/assets/style.css`)).status, 200);
+  });
+
   it('counts each client behind a trusted proxy apart, and ignores forged headers otherwise', async (t) => {
     const behind = await startFreshServer(STORES[0]!, { RATE_LIMIT: '2/minute', TRUST_PROXY: '1' });
     t.after(() => behind.stop());
