@@ -65,6 +65,11 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
     return503OnClosing: false,
   });
   app.server.headersTimeout = TIMEOUTS.headersMs;
+  // A client may end its side of the connection right after its request (`nc -N`, scripts that have
+  // nothing more to say). Node then drops the requests still in flight by default, so a create could be
+  // stored without its 201 ever being sent. With this flag Node finishes the answers it owes, then
+  // closes. It is the http server's own flag (set in its constructor), missing from Node's typings.
+  (app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
   useExpectationRefusal(app, answerHeaders);
   for (const method of EXTRA_HTTP_METHODS) {
     // What follows a CONNECT's head is the tunnel's data, not a body.

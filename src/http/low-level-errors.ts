@@ -91,15 +91,29 @@ export function clientErrorHandler(headers: AnswerHeaders): (error: ParserError,
     }
     // Nothing more is read: the parser has failed, and whatever else comes is not a request.
     socket.pause();
-    let done = false;
-    const once = (): void => {
-      if (done) return;
-      done = true;
-      refuse();
-    };
-    pending.once('finish', once);
-    pending.once('close', once);
+    afterOwedAnswers(socket, pending, refuse);
   };
+}
+
+/**
+ * Calls `then` once every answer owed on the connection has been written (or given up): `answer`,
+ * and each answer of a pipelined request received in full behind it, which Node hands the socket
+ * when the one before it finishes.
+ */
+function afterOwedAnswers(socket: SocketWithResponse, answer: ServerResponse, then: () => void): void {
+  let done = false;
+  const next = (): void => {
+    if (done) return;
+    done = true;
+    const following = socket._httpMessage ?? undefined;
+    if (following !== undefined && following !== answer && !following.writableFinished && following.req.complete && !socket.destroyed) {
+      afterOwedAnswers(socket, following, then);
+    } else {
+      then();
+    }
+  };
+  answer.once('finish', next);
+  answer.once('close', next);
 }
 
 /**

@@ -28,7 +28,7 @@ export interface FuzzResult {
 const ANSWER_LIMIT_MS = 5_000;
 /** With nothing answered after this, the request is taken as incomplete and the client half-closes. */
 const NOTHING_YET_MS = 1_000;
-/** After some answer, this long without more bytes ends the exchange. */
+/** After some answer, this long without more bytes and the client half-closes. */
 const QUIET_MS = 150;
 
 /** Words that must never reach a client: stack frames, SQL, driver and library names, file paths. */
@@ -120,7 +120,12 @@ function exchange(url: string, bytes: Buffer): Promise<Exchange> {
     socket.on('data', (chunk: Buffer) => {
       firstByteMs ??= performance.now() - started;
       chunks.push(chunk);
-      wait(QUIET_MS, () => socket.destroy());
+      // Quiet after an answer: say there is no more, and read what the server still owes (a 201 behind
+      // a quick first answer can take a commit's time) until it closes.
+      wait(QUIET_MS, () => {
+        socket.end();
+        wait(ANSWER_LIMIT_MS, () => socket.destroy());
+      });
     });
     socket.on('error', () => undefined);
     socket.on('close', () => {

@@ -1,11 +1,14 @@
 import { connect, type Socket } from 'node:net';
 
-/** Writes raw bytes to the server and returns everything it answers before closing or going idle. */
-export function rawExchange(url: string, bytes: string | Buffer, idleMs = 5000): Promise<string> {
+/**
+ * Writes raw bytes to the server and returns everything it answers before closing or going idle.
+ * `halfClose`: end the client's side right after the bytes, as `nc -N` or a client that has nothing
+ * more to say does; the server must still answer what it was sent.
+ */
+export function rawExchange(url: string, bytes: string | Buffer, idleMs = 5000, halfClose = false): Promise<string> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
-    // Written, not ended: a half-closed socket may be dropped before a slower answer is sent.
-    const socket = connect(Number(port), hostname, () => socket.write(bytes));
+    const socket = connect(Number(port), hostname, () => (halfClose ? socket.end(bytes) : socket.write(bytes)));
     const chunks: Buffer[] = [];
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
     socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));

@@ -38,6 +38,36 @@ for (const testStore of STORES) {
       });
     }
 
+    it("sends a pipelined create's 201 before refusing the bytes that follow it", async () => {
+      const barcode = uniqueBarcode();
+      const body = `{"name": "Pipelined", "barcode": "${barcode}", "price": "2.50"}`;
+      const raw = await rawExchange(
+        server.url,
+        'GET /api/v1/shop/product/999999 HTTP/1.1\r\nHost: shop.example\r\n\r\n' +
+          `POST /api/v1/shop/product/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}9"}`,
+      );
+      assert.deepEqual(statusLines(raw), ['HTTP/1.1 404 Not Found', 'HTTP/1.1 201 Created', 'HTTP/1.1 400 Bad Request']);
+      const listed = await send(`${server.url}/api/v1/shop/products?barcode=${barcode}`);
+      assert.equal((listed.json as unknown[]).length, 1);
+    });
+
+    it('answers a create whose client half-closed right after the request, and the product is stored', async () => {
+      const barcode = uniqueBarcode();
+      const body = `{"name": "Half closed", "barcode": "${barcode}", "price": "1.25"}`;
+      const raw = await rawExchange(
+        server.url,
+        `POST /api/v1/shop/product/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}` +
+          'GET /healthz HTTP/1.1\r\nHost: shop.example\r\n\r\n',
+        5000,
+        true,
+      );
+      assert.deepEqual(statusLines(raw), ['HTTP/1.1 201 Created', 'HTTP/1.1 200 OK']);
+      const listed = await send(`${server.url}/api/v1/shop/products?barcode=${barcode}`);
+      assert.equal((listed.json as unknown[]).length, 1);
+    });
+
     for (const [label, head] of [
       ['a 405 (PUT on a product)', 'PUT /api/v1/shop/product/1 HTTP/1.1'],
       ['a 405 (POST /healthz)', 'POST /healthz HTTP/1.1'],
