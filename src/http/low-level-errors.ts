@@ -105,8 +105,10 @@ function afterOwedAnswers(socket: SocketWithResponse, answer: ServerResponse, th
   const next = (): void => {
     if (done) return;
     done = true;
+    // Node detaches an answer from the socket when its 'finish' runs, so one still attached has not
+    // finished, even if all its bytes are already written: wait for it too.
     const following = socket._httpMessage ?? undefined;
-    if (following !== undefined && following !== answer && !following.writableFinished && following.req.complete && !socket.destroyed) {
+    if (following !== undefined && following !== answer && following.req.complete && !socket.destroyed) {
       afterOwedAnswers(socket, following, then);
     } else {
       then();

@@ -38,18 +38,21 @@ for (const testStore of STORES) {
       });
     }
 
-    it("sends a pipelined create's 201 before refusing the bytes that follow it", async () => {
-      const barcode = uniqueBarcode();
-      const body = `{"name": "Pipelined", "barcode": "${barcode}", "price": "2.50"}`;
+    it("sends every pipelined create's 201 before refusing the bytes that follow them", async () => {
+      const barcodes = [uniqueBarcode(), uniqueBarcode(), uniqueBarcode(), uniqueBarcode()];
+      const post = (barcode: string) => {
+        const body = `{"name": "Pipelined", "barcode": "${barcode}", "price": "2.50"}`;
+        return `POST /api/v1/shop/product/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+      };
       const raw = await rawExchange(
         server.url,
-        'GET /api/v1/shop/product/999999 HTTP/1.1\r\nHost: shop.example\r\n\r\n' +
-          `POST /api/v1/shop/product/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\n` +
-          `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}9"}`,
+        'GET /api/v1/shop/product/999999 HTTP/1.1\r\nHost: shop.example\r\n\r\n' + barcodes.map(post).join('') + '9"}\r\n\r\n',
       );
-      assert.deepEqual(statusLines(raw), ['HTTP/1.1 404 Not Found', 'HTTP/1.1 201 Created', 'HTTP/1.1 400 Bad Request']);
-      const listed = await send(`${server.url}/api/v1/shop/products?barcode=${barcode}`);
-      assert.equal((listed.json as unknown[]).length, 1);
+      assert.deepEqual(statusLines(raw), ['HTTP/1.1 404 Not Found', ...barcodes.map(() => 'HTTP/1.1 201 Created'), 'HTTP/1.1 400 Bad Request']);
+      for (const barcode of barcodes) {
+        const listed = await send(`${server.url}/api/v1/shop/products?barcode=${barcode}`);
+        assert.equal((listed.json as unknown[]).length, 1);
+      }
     });
 
     it('answers a create whose client half-closed right after the request, and the product is stored', async () => {
