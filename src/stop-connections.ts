@@ -1,43 +1,74 @@
 import type { Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 
 /**
- * Lets a stop finish promptly: once `stopping()` is called, every answer not yet started says
- * `Connection: close` and its connection closes once it is written, and the connection of an answer
- * already under way closes when that answer ends. Otherwise a request in flight at the stop (a body
- * still arriving, say) would keep its keep-alive connection open after its answer, and the server,
- * which waits for every connection to close, would not close before the stop's time limit.
- * Connections already idle at the stop are closed by `server.close()` itself.
+ * Lets a stop finish promptly without dropping an answer: once `stopping()` is called, each connection
+ * closes as soon as it owes no answer. Its last owed answer says `Connection: close` when its head is
+ * not yet written; answers of pipelined requests before it keep the connection, or Node would end it
+ * after the first one and drop the rest (whose products may already be stored). A connection that
+ * owes nothing (idle, or holding only part of a request's head) is closed at once. Otherwise the
+ * server, which waits for every connection to close, would not stop before the stop's time limit.
  *
  * @example const connections = closeConnectionsOnStop(app.server); ...; connections.stopping(); await app.close();
  */
 export function closeConnectionsOnStop(server: Server): { stopping(): void } {
-  const unfinished = new Set<ServerResponse>();
+  /** Per open connection, the answers it owes: requests received whose answer has not finished. */
+  const owed = new Map<Socket, Set<ServerResponse>>();
   let stopping = false;
-  // Ahead of Fastify's own listener, so that no answer can be written before it is seen here.
-  server.prependListener('request', (_request, response: ServerResponse) => {
-    if (stopping) {
-      closeAfter(response);
-      return;
+  const answersOf = (socket: Socket): Set<ServerResponse> => {
+    let answers = owed.get(socket);
+    if (answers === undefined) {
+      answers = new Set();
+      owed.set(socket, answers);
+      socket.once('close', () => owed.delete(socket));
     }
-    unfinished.add(response);
-    const forget = (): void => void unfinished.delete(response);
-    response.once('finish', forget);
-    response.once('close', forget);
+    return answers;
+  };
+  server.on('connection', (socket: Socket) => void answersOf(socket));
+  // Ahead of Fastify's own listener, so that no answer can be written before it is counted here.
+  server.prependListener('request', (request, response: ServerResponse) => {
+    const socket = request.socket;
+    const answers = answersOf(socket);
+    answers.add(response);
+    const settle = (): void => {
+      if (answers.delete(response) && stopping) closeWhenOwingNothing(socket, answers);
+    };
+    response.once('finish', settle);
+    response.once('close', settle);
+    if (stopping) closeWhenOwingNothing(socket, answers);
   });
   return {
     stopping(): void {
       if (stopping) return;
       stopping = true;
-      for (const response of unfinished) closeAfter(response);
-      unfinished.clear();
+      for (const [socket, answers] of owed) closeWhenOwingNothing(socket, answers, true);
     },
   };
 }
 
-function closeAfter(response: ServerResponse): void {
-  const socket = response.req.socket;
-  // Node then writes no keep-alive headers, and ends the connection once the answer is written.
-  if (!response.headersSent) response.setHeader('Connection', 'close');
-  else if (response.writableFinished) socket.end();
-  else response.once('finish', () => socket.end());
+/** Answers this module marked to close their connection (an answer may be marked by its route too). */
+const markedHere = new WeakSet<ServerResponse>();
+
+function closeWhenOwingNothing(socket: Socket, answers: ReadonlySet<ServerResponse>, atStop = false): void {
+  if (answers.size === 0) {
+    // At the stop, nothing was received in full on it: there is nothing to finish.
+    if (atStop) socket.destroy();
+    else socket.end();
+    return;
+  }
+  // In arrival order: only the last may close the connection. A request pipelined after the one
+  // marked last (its body was still arriving at the stop) takes the mark over, if its head is not out.
+  const inOrder = [...answers];
+  for (const earlier of inOrder.slice(0, -1)) {
+    if (!earlier.headersSent && markedHere.has(earlier)) {
+      earlier.removeHeader('Connection');
+      markedHere.delete(earlier);
+    }
+  }
+  const last = inOrder[inOrder.length - 1]!;
+  // Node then writes no keep-alive headers and ends the connection once this answer is written.
+  if (!last.headersSent && last.getHeader('Connection') === undefined) {
+    last.setHeader('Connection', 'close');
+    markedHere.add(last);
+  }
 }

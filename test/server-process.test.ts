@@ -57,7 +57,7 @@ describe('the server process', () => {
     }
   });
 
-  it('on SIGTERM answers a keep-alive request still arriving with Connection: close, closes idle connections, and exits 0 at once', { timeout: 60_000 }, async (t) => {
+  it('on SIGTERM answers a keep-alive request still arriving and the creates pipelined behind it, the last with Connection: close, closes connections owing nothing, and exits 0 at once', { timeout: 60_000 }, async (t) => {
     const { location, drop } = await STORES[0]!.create();
     t.after(drop);
     const server = await spawnServer({ DATABASE_URL: databaseUrl(location) });
@@ -83,8 +83,22 @@ describe('the server process', () => {
     idle.write(`GET /api/v2/shop/products HTTP/1.1\r\nHost: ${server.url.slice(7)}\r\n\r\n`);
     await server.waitForLog(/request completed/);
 
+    // Connections holding no request: one silent (a load balancer's spare), one with half a head.
+    const silent = await open();
+    const partial = await open();
+    partial.write(`GET /healthz HTTP/1.1\r\nHo`);
+    const closed = (socket: ReturnType<typeof connect>) => new Promise((resolve) => socket.once('close', resolve));
+    const silentClosed = closed(silent);
+    const partialClosed = closed(partial);
+    silent.on('data', () => undefined);
+    partial.on('data', () => undefined);
+
     // HTTP/1.1 without a Connection header: the client means to keep the connection.
     const body = JSON.stringify({ name: 'Arriving slowly', barcode: uniqueBarcode(), price: '1.00' });
+    const create = (name: string): string => {
+      const json = JSON.stringify({ name, barcode: uniqueBarcode(), price: '1.00' });
+      return `POST /api/v1/shop/product/ HTTP/1.1\r\nHost: ${server.url.slice(7)}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`;
+    };
     const busy = await open();
     const busyText = readAll(busy);
     busy.write(
@@ -96,12 +110,15 @@ describe('the server process', () => {
     server.process.kill('SIGTERM');
     await server.waitForLog(/SIGTERM received/);
     await new Promise((resolve) => setTimeout(resolve, 1000));
-    busy.write(body.slice(10));
+    // The rest of the body, and three more creates pipelined behind it: each is owed its 201.
+    busy.write(body.slice(10) + create('Pipelined 1') + create('Pipelined 2') + create('Pipelined 3'));
 
     const answer = await busyText;
-    assert.match(answer, /^HTTP\/1\.1 201 /);
-    assert.match(answer, /\r\nconnection: close\r\n/i);
-    assert.doesNotMatch(answer, /keep-alive/i);
+    const answers = answer.split(/(?=HTTP\/1\.1 )/);
+    assert.deepEqual(answers.map((text) => text.slice(0, 12)), Array(4).fill('HTTP/1.1 201'));
+    assert.match(answers[3]!, /\r\nconnection: close\r\n/i);
+    assert.doesNotMatch(answers[3]!, /keep-alive/i);
+    await Promise.all([silentClosed, partialClosed]);
     assert.match(await idleText, /^HTTP\/1\.1 200 /);
     assert.deepEqual(await server.exited, { code: 0, signal: null });
     assert.ok(Date.now() - signalled < 5_000, `the stop took ${Date.now() - signalled} ms`);
