@@ -92,10 +92,15 @@ function migrationsFor(dialect: StoreDialect): Record<string, Migration> {
       // The API's own cap, kept by the database against plain SQL too: beyond 2^53 cents a price
       // cannot be read back exactly. A row already past it stops the migration, named, to be fixed.
       async up(db: Kysely<unknown>): Promise<void> {
-        const { rows } = await sql<{ pk: unknown }>`SELECT pk FROM product WHERE price_cents > ${sql.lit(MAX_PRICE_CENTS)} ORDER BY pk LIMIT 10`.execute(db);
+        // A fraction of a cent can only be in SQLite, written by plain SQL; the CAST changes nothing on PostgreSQL.
+        const { rows } = await sql<{ pk: unknown }>`
+          SELECT pk FROM product WHERE price_cents > ${sql.lit(MAX_PRICE_CENTS)} OR price_cents <> CAST(price_cents AS bigint)
+          ORDER BY pk LIMIT 10`.execute(db);
         if (rows.length > 0) {
           const pks = rows.map((row) => String(row.pk)).join(', ');
-          throw new Error(`Products have a price_cents above ${MAX_PRICE_CENTS}, which the catalogue cannot keep exactly (pk ${pks}); lower them and migrate again.`);
+          throw new Error(
+            `Products have a price_cents above ${MAX_PRICE_CENTS} or not in whole cents, which the catalogue cannot keep exactly (pk ${pks}); correct them and migrate again.`,
+          );
         }
         await own.priceLimit.up(db);
       },

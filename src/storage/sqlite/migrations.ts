@@ -21,10 +21,12 @@ export const sqliteMigrations: DialectMigrations = {
       await run(db, ['DROP TABLE IF EXISTS product_search']);
     },
   },
-  // SQLite cannot add a CHECK to a table: triggers refuse the write instead.
+  // SQLite cannot add a CHECK to a table: triggers refuse the write instead. They refuse a fraction of
+  // a cent too (a REAL written by plain SQL), which PostgreSQL's bigint column refuses by its type.
   priceLimit: {
     up: (db) => run(db, ['INSERT', 'UPDATE OF price_cents'].map((event, i) => `CREATE TRIGGER ${PRICE_LIMIT_TRIGGERS[i]} BEFORE ${event} ON product
-      WHEN new.price_cents > ${MAX_PRICE_CENTS} BEGIN SELECT RAISE(ABORT, 'CHECK constraint failed: price_cents <= ${MAX_PRICE_CENTS}'); END`)),
+      WHEN new.price_cents > ${MAX_PRICE_CENTS} OR new.price_cents <> CAST(new.price_cents AS INTEGER)
+      BEGIN SELECT RAISE(ABORT, 'CHECK constraint failed: price_cents is whole cents <= ${MAX_PRICE_CENTS}'); END`)),
     down: (db) => run(db, PRICE_LIMIT_TRIGGERS.map((name) => `DROP TRIGGER IF EXISTS ${name}`)),
   },
   // One database per file: Kysely's tables are in it.
