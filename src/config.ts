@@ -222,7 +222,10 @@ function parseCorsOrigin(text: string): Config['corsOrigin'] | undefined {
   return Object.freeze(origins);
 }
 
-/** Hides a password in a database URL before it is shown in a message or a log. */
+/**
+ * Hides a password in a database URL before it is shown in a message or a log: the one after the user
+ * name, and the ones pg also takes as query parameters (`password`, `sslpassword`).
+ */
 export function redactPassword(url: string): string {
-  return url.replace(/^(postgres(?:ql)?:\/\/[^:@/]*:)[^@/]*@/, '$1***@');
+  return url.replace(/^(postgres(?:ql)?:\/\/[^:@/]*:)[^@/]*@/, '$1***@').replace(/([?&](?:ssl)?password=)[^&#]*/gi, '$1***');
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigError, isLoopbackHost, loadConfig, startupWarnings } from '../src/config.js';
+import { ConfigError, isLoopbackHost, loadConfig, redactPassword, startupWarnings } from '../src/config.js';
 
 describe('loadConfig', () => {
   it('has the documented defaults', () => {
@@ -57,6 +57,14 @@ describe('loadConfig', () => {
 
   it('refuses a page size above the maximum', () => {
     assert.throws(() => loadConfig({ PAGE_SIZE: '200', MAX_LIMIT: '100' }), /PAGE_SIZE=200 is not valid/);
+  });
+
+  it('hides every password a database URL can carry', () => {
+    assert.equal(
+      redactPassword('postgres://u:secret@db:5432/shop?sslmode=require&password=Sup3r&sslpassword=Key%20pw#x'),
+      'postgres://u:***@db:5432/shop?sslmode=require&password=***&sslpassword=***#x',
+    );
+    assert.equal(redactPassword('postgresql://db/shop?PASSWORD=s3cret'), 'postgresql://db/shop?PASSWORD=***');
   });
 
   it('never shows a database password', () => {
