@@ -81,21 +81,30 @@ async function* strictUtf8(input: AsyncIterable<Buffer | string>): AsyncGenerato
   if (rest !== '') yield rest;
 }
 
+/**
+ * The line a CSV record starts on: the parser counts the line it ends on, which is later for a quoted
+ * field that holds line breaks (its raw text holds them, and its own line ending if it has one).
+ */
+function startLine(endLine: number, raw: string): number {
+  const breaks = raw.split('\n').length - 1;
+  return endLine - (raw.endsWith('\n') ? breaks - 1 : breaks);
+}
+
 async function* csvRows(input: AsyncIterable<Buffer | string>): AsyncGenerator<SourceRow> {
   const source = Readable.from(strictUtf8(input));
-  const parser = source.pipe(parseCsv({ info: true, bom: true, skip_empty_lines: true, relax_column_count: true }));
+  const parser = source.pipe(parseCsv({ info: true, raw: true, bom: true, skip_empty_lines: true, relax_column_count: true }));
   // pipe() does not pass the source's errors on; the parser's iteration must end with them.
   source.on('error', (error) => parser.destroy(error));
   let header: string[] | undefined;
   let index = 0;
   try {
-    for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
+    for await (const { record, info, raw } of parser as AsyncIterable<{ record: string[]; info: { lines: number }; raw: string }>) {
       if (header === undefined) {
         header = checkHeader(record);
         continue;
       }
       index += 1;
-      const position = { index, at: `line ${info.lines}` };
+      const position = { index, at: `line ${startLine(info.lines, raw)}` };
       if (record.length !== header.length) {
         yield { ...position, problem: `Expected ${header.length} fields (${header.join(',')}), found ${record.length}.` };
         continue;

@@ -82,7 +82,7 @@ describeEachStore('npm run import / export', { env: false, timeout: 120_000 }, (
       `line 5: barcode: ${taken} is already in the catalogue.`,
       `line 6: barcode: ${good} is also on line 2.`,
       'line 7: Expected 3 fields (price,name,barcode), found 2.',
-      'line 9: name: The name must not contain control characters (such as tabs or line breaks).',
+      'line 8: name: The name must not contain control characters (such as tabs or line breaks).',
       '6 rows are not valid; nothing was imported. Fix them, or pass --skip-invalid to import the valid rows only.',
     ]);
     assert.equal(await count(location), 1);
