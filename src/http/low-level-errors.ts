@@ -33,10 +33,11 @@ export function useConnectAnswers(app: FastifyInstance): void {
 const EXPECTATION_FAILED = 'The Expect header asks for what this service does not do; the one expectation it meets is 100-continue.';
 
 /**
- * Answers an `Expect` other than `100-continue` (RFC 9110 §10.1.1) with a 417 problem document
+ * Answers an `Expect` other than `100-continue` alone (RFC 9110 §10.1.1) with a 417 problem document
  * instead of Node's empty 417, with the headers every answer carries; the connection is closed after
  * it, as the body that may follow is not read. Node checks `Expect` before any route or hook sees the
- * request.
+ * request, and takes for 100-continue any value that merely contains it (`100-continue, foo`, or two
+ * `Expect` headers, which it joins): such a value asks for more than 100-continue, so it is a 417 too.
  *
  * `100-continue` itself is no longer answered by Node at once: the request goes on without it, and
  * `useContinueWhenRead` sends `100 Continue` only when the body is about to be read. A final answer
@@ -55,6 +56,10 @@ export function useExpectationRefusal(app: FastifyInstance, headers: AnswerHeade
   };
   app.server.on('checkExpectation', refuse);
   app.server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
+    if (request.headers.expect?.trim().toLowerCase() !== '100-continue') {
+      refuse(request, response);
+      return;
+    }
     awaitingContinue.add(response);
     app.server.emit('request', request, response);
   });

@@ -63,4 +63,14 @@ describeEachStore('Expect: 100-continue', (ctx) => {
     );
     assert.match(raw, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 201 /);
   });
+
+  it('refuses an Expect that asks for more than 100-continue with a 417', async () => {
+    for (const expect of ['Expect: 100-continue, foo\r\n', 'Expect: 100-continue\r\nExpect: foo\r\n', 'Expect: foo, 100-continue\r\n']) {
+      const raw = await rawExchange(ctx.server.url, `GET /healthz HTTP/1.1\r\nHost: shop.example\r\n${expect}X-Request-Id: odd-expect\r\n\r\n`, 3000);
+      assert.match(raw, /^HTTP\/1\.1 417 /, expect);
+      assert.match(raw.toLowerCase(), /\r\nconnection: close\r\n/);
+      assert.match(raw.toLowerCase(), /\r\nx-request-id: odd-expect\r\n/);
+      assert.match(raw, /"status":417/);
+    }
+  });
 });
