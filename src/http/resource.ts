@@ -108,6 +108,10 @@ const PAGE_ALLOW = 'GET, HEAD, OPTIONS';
 export function usePageMethods(app: FastifyInstance): void {
   // A callback hook: an async one costs a promise per request for no waiting.
   app.addHook('onRequest', (request, reply, done) => {
+    // The asterisk-form target (`GET * HTTP/1.1`) names no resource, only the server as a whole, for
+    // OPTIONS (RFC 9112 §3.2.4). The router would take it for the page's path; it is a 404 for every
+    // method, OPTIONS included: there is no server-wide preflight, CORS is per path.
+    if (request.url === '*') return done(new HttpProblem(404, nothingAt(request)));
     if (!request.is404 || request.method === 'GET' || request.method === 'HEAD') return done();
     const query = request.url.indexOf('?');
     const path = query === -1 ? request.url : request.url.slice(0, query);

@@ -23,4 +23,17 @@ describeEachStore('request targets that name nothing', (ctx) => {
     const raw = await rawExchange(ctx.server.url, 'QUERY /nothing HTTP/1.1\r\nHost: shop.example\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nConnection: close\r\n\r\nab');
     assert.equal(answerOf(raw).status, 404);
   });
+
+  it('answers the asterisk-form target with the 404 problem, whatever the method', async () => {
+    for (const method of ['GET', 'HEAD', 'OPTIONS', 'POST', 'PUT']) {
+      const raw = await rawExchange(ctx.server.url, `${method} * HTTP/1.1\r\nHost: shop.example\r\nX-Request-Id: odd-star\r\nConnection: close\r\n\r\n`);
+      const answer = answerOf(raw);
+      assert.equal(answer.status, 404, `${method} *: ${raw}`);
+      assert.match(answer.head, /\r\ncontent-type: application\/problem\+json; charset=utf-8\r\n/);
+      assert.match(answer.head, /\r\nx-request-id: odd-star\r\n/);
+      if (method !== 'HEAD') {
+        assert.deepEqual(JSON.parse(answer.body), { type: 'about:blank', title: 'Not Found', status: 404, detail: `There is nothing at ${method} *.` });
+      }
+    }
+  });
 });
