@@ -6,9 +6,9 @@ import { AnswerHeaders, requestId, useAnswerHeaders } from './http/answer-header
 import { useApiDocs } from './http/docs.js';
 import { useProblemErrors } from './http/error-handler.js';
 import { health } from './http/health.js';
-import { BODY_LIMIT_BYTES, useStrictJsonBodies } from './http/json-body.js';
+import { BODY_LIMIT_BYTES, JSON_MEDIA_TYPE, useStrictJsonBodies } from './http/json-body.js';
 import { TIMEOUTS, useRateLimit } from './http/limits.js';
-import { EXTRA_HTTP_METHODS, clientErrorHandler, frameworkErrors, useConnectAnswers, useExpectationRefusal } from './http/low-level-errors.js';
+import { EXTRA_HTTP_METHODS, clientErrorHandler, frameworkErrors, useConnectAnswers, useContinueWhenRead, useExpectationRefusal } from './http/low-level-errors.js';
 import { useMetrics } from './http/metrics.js';
 import { declareOverloadAnswer, useOverloadRefusal } from './http/overload.js';
 import { productsV1 } from './http/products-v1.js';
@@ -92,6 +92,7 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   useProblemErrors(app);
   useStrictJsonBodies(app);
   useUnreadBodyLimit(app);
+  useContinueWhenRead(app, JSON_MEDIA_TYPE, BODY_LIMIT_BYTES);
   useAnswerHeaders(app, answerHeaders);
   useHostCheck(app);
   usePageMethods(app);

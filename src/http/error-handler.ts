@@ -39,7 +39,8 @@ export function useProblemErrors(app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) => sendProblem(reply, 404, nothingAt(request)));
 }
 
-function nothingAt(request: FastifyRequest): string {
+/** The 404's detail for a path that is no route. */
+export function nothingAt(request: Pick<FastifyRequest, 'method' | 'url'>): string {
   return `There is nothing at ${request.method} ${request.url.split('?')[0]}.`;
 }
 

@@ -5,6 +5,9 @@ import { HttpProblem } from './problem.js';
 /** The contract's body limit: 16 KiB, inclusive. */
 export const BODY_LIMIT_BYTES = 16_384;
 
+/** The one media type of bodies the service reads. */
+export const JSON_MEDIA_TYPE = 'application/json';
+
 export const UNSUPPORTED_MEDIA_TYPE = 'Send the product as JSON, with the header Content-Type: application/json.';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -19,7 +22,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  */
 export function useStrictJsonBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: BODY_LIMIT_BYTES }, (_request: FastifyRequest, raw: Buffer | string, done) => {
+  app.addContentTypeParser(JSON_MEDIA_TYPE, { parseAs: 'buffer', bodyLimit: BODY_LIMIT_BYTES }, (_request: FastifyRequest, raw: Buffer | string, done) => {
     try {
       done(null, parseJsonBody(typeof raw === 'string' ? Buffer.from(raw) : raw));
     } catch (error) {

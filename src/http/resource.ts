@@ -14,6 +14,7 @@ import type {
 import Type from 'typebox';
 import { CORS_METHODS } from './answer-headers.js';
 import { TAGS } from './docs.js';
+import { nothingAt } from './error-handler.js';
 import { HttpProblem } from './problem.js';
 import { HOST_NOT_VALID, emptyResponse } from './responses.js';
 
@@ -101,15 +102,22 @@ const PAGE_ALLOW = 'GET, HEAD, OPTIONS';
  * 405 with `Allow` for any other method, instead of the 404 of a path that is no route. These paths
  * come from plugins (@fastify/static, @fastify/swagger-ui), wildcards included, so they are answered
  * where the router finds no route for the method: such a request is a 405 when the router has a GET
- * route for its path. Register after the answer headers and the Host check, whose hooks come first.
+ * route for its path, else the 404 of a path that is nothing. Register after the answer headers and
+ * the Host check, whose hooks come first.
  */
 export function usePageMethods(app: FastifyInstance): void {
   // A callback hook: an async one costs a promise per request for no waiting.
   app.addHook('onRequest', (request, reply, done) => {
+    // The asterisk-form target (`GET * HTTP/1.1`) names no resource, only the server as a whole, for
+    // OPTIONS (RFC 9112 §3.2.4). The router would take it for the page's path; it is a 404 for every
+    // method, OPTIONS included: there is no server-wide preflight, CORS is per path.
+    if (request.url === '*') return done(new HttpProblem(404, nothingAt(request)));
     if (!request.is404 || request.method === 'GET' || request.method === 'HEAD') return done();
     const query = request.url.indexOf('?');
     const path = query === -1 ? request.url : request.url.slice(0, query);
-    if (!path.startsWith('/') || app.findRoute({ method: 'GET', url: path }) === null) return done();
+    // A path that is nothing is a 404 whatever the method, answered before Fastify looks at a body it
+    // would never read (its QUERY needs a Content-Type, its 400 says so in its own words).
+    if (!path.startsWith('/') || app.findRoute({ method: 'GET', url: path }) === null) return done(new HttpProblem(404, nothingAt(request)));
     // Answered before the body is read, as on the API's paths.
     if (request.method === 'OPTIONS') {
       app.answerHeaders.preflight(reply, PAGE_ALLOW);
