@@ -1,18 +1,24 @@
-import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { findStaleSource } from '../../src/build-freshness.js';
+import { runCommand } from './child-server.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** A build on a busy machine: compiling and bundling take most of a minute there. */
+const BUILD_LIMIT_MS = 300_000;
 
 /**
  * Builds `dist/` with `npm run build`, unless the build is already current: what `npm start` and the
  * `catalogue` command run, and the page and contract every server serves, are the build, while most
  * tests run the sources. Checked once a process: the sources do not change while the tests run.
  */
-export function ensureBuild(): void {
-  if (built) return;
-  if (findStaleSource(ROOT) !== undefined) execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
-  built = true;
+export function ensureBuild(): Promise<void> {
+  building ??= (async () => {
+    if (findStaleSource(ROOT) === undefined) return;
+    const build = await runCommand({}, ['run', '--silent', 'build'], { command: 'npm', cwd: ROOT, timeoutMs: BUILD_LIMIT_MS });
+    if (build.code !== 0) throw new Error(`npm run build failed (exit status ${build.code}):\n${build.stdout}${build.stderr}`);
+  })();
+  return building;
 }
 
-let built = false;
+let building: Promise<void> | undefined;

@@ -17,6 +17,8 @@ export interface LogLine {
   readonly msg?: string;
   readonly level?: number;
   readonly pid?: number;
+  /** The request a line of Fastify's is about (`incoming request`, `request completed`). */
+  readonly req?: { readonly method?: string; readonly url?: string };
 }
 
 export interface SpawnOptions {
@@ -47,8 +49,11 @@ export interface Child {
    * killed by a signal) and signal.
    */
   readonly exited: Promise<ChildExit>;
-  /** Resolves at the first log line whose message matches; rejects if the process ends first. */
-  waitForLog(pattern: RegExp): Promise<LogLine>;
+  /**
+   * Resolves at the first log line whose message matches `pattern` (or that `pattern` accepts), logged
+   * so far or later; rejects if the process ends first.
+   */
+  waitForLog(pattern: RegExp | ((line: LogLine) => boolean)): Promise<LogLine>;
   /** Sends SIGTERM, then SIGKILL after a grace period, and resolves with how the process ended. */
   stop(): Promise<ChildExit>;
 }
@@ -60,8 +65,9 @@ export interface ChildServer extends Child {
 
 /**
  * Spawns a Node.js program (the service unless `args` says otherwise) with `env` on top of the test's
- * environment, its output read line by line so that a full pipe never blocks it. Every test and the
- * bench start their processes here.
+ * environment (a variable given as `undefined` is left out), its output read line by line so that a
+ * full pipe never blocks it. Every process the tests start is started here (Chromium aside, which
+ * Playwright starts): a long-running one directly, a one-shot command through `runCommand`.
  */
 export function spawnChild(env: Record<string, string | undefined>, args: readonly string[] = SERVER_SOURCE_ARGS, options: SpawnOptions = {}): Child {
   // The test runner marks its own child processes; the service is not one of its tests.
@@ -69,7 +75,7 @@ export function spawnChild(env: Record<string, string | undefined>, args: readon
   const { command = process.execPath, cwd, detached = false, runAs } = options;
   const child = spawn(command, args, { cwd, detached, env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...runAs });
   const logs: Child['logs'] = [];
-  const waiters: Array<{ pattern: RegExp; resolve: (entry: LogLine) => void }> = [];
+  const waiters: Array<{ matches: (entry: LogLine) => boolean; resolve: (entry: LogLine) => void }> = [];
   let stdout = '';
   let stderr = '';
   let pending = '';
@@ -79,22 +85,22 @@ export function spawnChild(env: Record<string, string | undefined>, args: readon
     pending += chunk.toString('utf8');
     const lines = pending.split('\n');
     pending = lines.pop()!;
-    // npm's own banner lines are not JSON; the service's log lines are.
-    for (const line of lines.filter((l) => l.startsWith('{'))) {
-      const entry = JSON.parse(line) as LogLine;
+    // npm's own banner lines, or a command's output, are no log lines; the service's are JSON objects.
+    for (const entry of lines.map(logLine).filter((e) => e !== undefined)) {
       logs.push(entry);
-      for (const waiter of waiters.filter((w) => w.pattern.test(entry.msg ?? ''))) {
+      for (const waiter of waiters.filter((w) => w.matches(entry))) {
         waiters.splice(waiters.indexOf(waiter), 1);
         waiter.resolve(entry);
       }
     }
   });
   const exited = new Promise<ChildExit>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
-  const waitForLog = (pattern: RegExp): Promise<LogLine> => {
-    const seen = logs.find((entry) => pattern.test(entry.msg ?? ''));
+  const waitForLog = (pattern: RegExp | ((line: LogLine) => boolean)): Promise<LogLine> => {
+    const matches = typeof pattern === 'function' ? pattern : (entry: LogLine) => pattern.test(entry.msg ?? '');
+    const seen = logs.find(matches);
     if (seen !== undefined) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {
-      waiters.push({ pattern, resolve });
+      waiters.push({ matches, resolve });
       void exited.then(({ code, signal }) => reject(new Error(`the process ended (${signal ?? code}) before logging ${pattern}: ${stderr}`)));
     });
   };
@@ -120,18 +126,62 @@ export async function spawnServer(env: Record<string, string>, args: readonly st
   return { ...child, url: listening.msg!.replace(/^Server listening at /, '') };
 }
 
-/** Runs the service expecting it to stop by itself (a start-up failure), and reports how it ended. */
-export async function runServiceUntilExit(
-  env: Record<string, string>,
-  limitMs: number,
-  runAs?: RunAs,
-): Promise<{ code: number | null; stdout: string; stderr: string; elapsedMs: number }> {
+/** Accepts Fastify's log line for a `method` request whose head has arrived: its body may still be on its way. */
+export function requestArrived(method: string): (line: LogLine) => boolean {
+  return (line) => line.msg === 'incoming request' && line.req?.method === method;
+}
+
+/** A line of standard output as a log line, or undefined when it is not one (not a JSON object). */
+function logLine(line: string): LogLine | undefined {
+  if (!line.startsWith('{')) return undefined;
+  try {
+    const parsed: unknown = JSON.parse(line);
+    return typeof parsed === 'object' && parsed !== null ? (parsed as LogLine) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** How a one-shot command ended, and everything it wrote. */
+export interface CommandResult {
+  /** The exit status; null when a signal ended the process. */
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export interface RunOptions extends SpawnOptions {
+  /** How long the command may run: it is killed then, and the run fails saying so. One minute unless told. */
+  readonly timeoutMs?: number;
+}
+
+/**
+ * Runs a one-shot command to its end (the `catalogue` command, `npm`, a script, a shell line: Node.js
+ * with `args` unless `options.command` names another program) with `env` on top of the test's
+ * environment, and resolves with its exit status and output, whatever the status. A command still
+ * running after `timeoutMs` is killed, and the run rejects with what it wrote so far.
+ */
+export async function runCommand(env: Record<string, string | undefined>, args: readonly string[], options: RunOptions = {}): Promise<CommandResult> {
+  const { timeoutMs = 60_000, ...spawnOptions } = options;
+  const child = spawnChild(env, args, spawnOptions);
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    child.process.kill('SIGKILL');
+  }, timeoutMs);
+  const { code } = await child.exited.finally(() => clearTimeout(timer));
+  if (timedOut) {
+    const command = [spawnOptions.command ?? 'node', ...args].join(' ');
+    throw new Error(`${command} did not end within ${timeoutMs} ms.\nstdout: ${child.stdout()}\nstderr: ${child.stderr()}`);
+  }
+  return { code, stdout: child.stdout(), stderr: child.stderr() };
+}
+
+/** Runs the service expecting it to stop by itself (a start-up failure) within `limitMs`, and reports how it ended. */
+export async function runServiceUntilExit(env: Record<string, string>, limitMs: number, runAs?: RunAs): Promise<CommandResult & { elapsedMs: number }> {
   const started = performance.now();
-  const child = spawnChild({ HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, SERVER_SOURCE_ARGS, { runAs });
-  const timer = setTimeout(() => child.process.kill('SIGKILL'), limitMs);
-  const { code } = await child.exited;
-  clearTimeout(timer);
-  return { code, stdout: child.stdout(), stderr: child.stderr(), elapsedMs: performance.now() - started };
+  const result = await runCommand({ HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, SERVER_SOURCE_ARGS, { timeoutMs: limitMs, runAs });
+  return { ...result, elapsedMs: performance.now() - started };
 }
 
 /** The `DATABASE_URL` that names a location. */

@@ -1,4 +1,5 @@
 import { after, before, describe, type TestContext } from 'node:test';
+import type { DatabaseLocation } from '../../src/config.js';
 import { openStore } from '../../src/storage/open-store.js';
 import type { CatalogueStore } from '../../src/storage/store.js';
 import { startFreshServer, type RunningServer } from './server.js';
@@ -9,8 +10,17 @@ export interface StoreTestContext {
   readonly testStore: TestStore;
   /** The block's server over a fresh database: started before its tests, stopped after them. */
   readonly server: RunningServer;
+  /** A new empty database of this block's kind, dropped after test `t`. */
+  freshDatabase(t: TestContext): Promise<FreshDatabase>;
   /** A store over a new empty database of this block's kind, closed and dropped after test `t`. */
   freshStore(t: TestContext): Promise<CatalogueStore>;
+}
+
+/** A database made for one test. */
+export interface FreshDatabase {
+  readonly location: DatabaseLocation;
+  /** Opens a store over it as the block's database is opened; closed after the test, before the drop. */
+  open(): Promise<CatalogueStore>;
 }
 
 export interface EachStoreOptions {
@@ -46,17 +56,27 @@ export function describeEachStore(
         });
         after(() => server?.stop());
       }
+      const freshDatabase = async (t: TestContext): Promise<FreshDatabase> => {
+        const { location, drop } = await testStore.create();
+        const opened: CatalogueStore[] = [];
+        // One hook, so that the stores are closed before their database is dropped.
+        t.after(async () => {
+          for (const store of opened) await store.close();
+          await drop();
+        });
+        return {
+          location,
+          open: async () => {
+            const store = await openStore(location, testStore.storeOptions);
+            opened.push(store);
+            return store;
+          },
+        };
+      };
       define({
         testStore,
-        freshStore: async (t) => {
-          const { location, drop } = await testStore.create();
-          const store = await openStore(location, testStore.storeOptions);
-          t.after(async () => {
-            await store.close();
-            await drop();
-          });
-          return store;
-        },
+        freshDatabase,
+        freshStore: async (t) => (await freshDatabase(t)).open(),
         get server(): RunningServer {
           if (server === undefined) throw new Error(`No server here: ${env === false ? 'the block starts none' : 'it starts before the first test'}.`);
           return server;

@@ -102,6 +102,8 @@ export function auditResponses(app: FastifyInstance): ResponseAudit {
       mismatches.push(`${where}: media type ${JSON.stringify(mediaType)} is not one of ${Object.keys(documented.content).join(', ')}`);
       return;
     }
+    // A stream of server-sent events is text, not one JSON document: its media type is what is checked.
+    if (mediaType === 'text/event-stream') return;
     let parsed: unknown;
     try {
       parsed = JSON.parse(body);

@@ -37,9 +37,9 @@ export interface ServerOptions {
  */
 export async function startServer(location: DatabaseLocation, env: Record<string, string> = {}, options: ServerOptions = {}): Promise<RunningServer> {
   // The page and the contract the app serves are read from the build.
-  ensureBuild();
+  await ensureBuild();
   const config = loadConfig({ ...env });
-  const store = await openStore(location, { ...options.storeOptions, poolMax: config.dbPoolMax });
+  const store = await openStore(location, { ...options.storeOptions, poolMax: config.dbPoolMax, writeWaitMs: config.writeWaitMs });
   // The suite's own work pauses the event loop it shares with the service: that is no overload.
   const refuseWhenOverloaded = options.refuseWhenOverloaded ?? false;
   const app = await buildApp({ config, store: options.wrapStore?.(store) ?? store, refuseWhenOverloaded });

@@ -1,13 +1,15 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from 'pg';
 import type { DatabaseLocation } from '../../src/config.js';
 import type { StoreOptions } from '../../src/storage/open-store.js';
+import { withClient } from './outside-sql.js';
 
 /** One database the suite runs against: how to make a fresh, empty one and how to drop it. */
 export interface TestStore {
   readonly name: string;
+  /** Which database it is: a test that must tell them apart asks this, never the name. */
+  readonly kind: DatabaseLocation['kind'];
   /** Why this database's runs are skipped here, or `false` when they run. */
   readonly skip: string | false;
   /** A new empty database location, private to the caller. */
@@ -16,8 +18,10 @@ export interface TestStore {
   readonly storeOptions?: StoreOptions;
 }
 
-const sqlite: TestStore = {
+/** SQLite in a file of its own: where a test of what the HTTP layer alone decides runs. */
+export const sqlite: TestStore = {
   name: 'sqlite',
+  kind: 'sqlite',
   skip: false,
   async create() {
     const dir = mkdtempSync(join(tmpdir(), 'catalogue-test-'));
@@ -48,6 +52,7 @@ let schemaSequence = 0;
  */
 export const postgres: TestStore = {
   name: 'postgres',
+  kind: 'postgres',
   skip: TEST_DATABASE_URL === undefined ? 'TEST_DATABASE_URL is not set: PostgreSQL runs skipped' : false,
   async create() {
     if (TEST_DATABASE_URL === undefined) throw new Error('TEST_DATABASE_URL is not set.');
@@ -69,13 +74,7 @@ export function withSearchPath(url: string, schema: string): string {
 }
 
 async function adminQuery(url: string, text: string): Promise<void> {
-  const client = new Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
-  await client.connect();
-  try {
-    await client.query(text);
-  } finally {
-    await client.end();
-  }
+  await withClient(url, (client) => client.query(text));
 }
 
 /**
