@@ -10,6 +10,8 @@ import { BODY_LIMIT_BYTES, JSON_MEDIA_TYPE, useStrictJsonBodies } from './http/j
 import { TIMEOUTS, useRateLimit } from './http/limits.js';
 import { EXTRA_HTTP_METHODS, clientErrorHandler, frameworkErrors, useConnectAnswers, useContinueWhenRead, useExpectationRefusal } from './http/low-level-errors.js';
 import { useMetrics } from './http/metrics.js';
+import { changes } from './http/changes.js';
+import { ChangeStreams } from './http/change-streams.js';
 import { declareOverloadAnswer, useOverloadRefusal } from './http/overload.js';
 import { productsV1 } from './http/products-v1.js';
 import { useHostCheck } from './http/request-address.js';
@@ -39,7 +41,8 @@ export interface AppOptions {
  * @example const app = await buildApp({ config: loadConfig({}), store }); await app.listen({ port: 0 });
  */
 export async function buildApp({ config, store, logger = false, refuseWhenOverloaded = true }: AppOptions): Promise<FastifyInstance> {
-  const allowedHeaders = ['Content-Type', 'Idempotency-Key'];
+  // Last-Event-ID: EventSource sends it when it resumes a change stream, from a page on any origin.
+  const allowedHeaders = ['Content-Type', 'Idempotency-Key', 'Last-Event-ID'];
   if (config.apiToken !== undefined) allowedHeaders.push('Authorization');
   const answerHeaders = new AnswerHeaders({ origin: config.corsOrigin, allowedHeaders });
   const app = Fastify({
@@ -101,7 +104,13 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   // Before everything that costs work, after the hooks that give every answer its id and CORS headers.
   declareOverloadAnswer(app);
   if (refuseWhenOverloaded) await useOverloadRefusal(app);
-  useMetrics(app, store);
+  const streams = new ChangeStreams(store, { max: config.changeStreamsMax });
+  // Streams never end by themselves: a stop would otherwise wait its whole time limit for them.
+  app.addHook('preClose', (done) => {
+    streams.closeAll();
+    done();
+  });
+  useMetrics(app, store, streams);
   await app.register(health, { store });
   await app.register(webPage);
   if (config.rateLimit !== undefined) await useRateLimit(app, config.rateLimit);
@@ -113,6 +122,7 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
     pageSize: config.pageSize,
     maxLimit: config.maxLimit,
   });
+  await app.register(changes, { store, streams });
   return app;
 }
 

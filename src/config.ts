@@ -17,6 +17,13 @@ export interface Config {
   readonly host: string;
   readonly database: DatabaseLocation;
   readonly dbPoolMax: number;
+  /**
+   * How long a write waits for the catalogue's write lock (another process's import or SQL, another
+   * writer) before it gives up with nothing stored, in milliseconds.
+   */
+  readonly writeWaitMs: number;
+  /** Most change feed streams (server-sent events) one instance keeps open at once. */
+  readonly changeStreamsMax: number;
   readonly pagination: Pagination;
   readonly pageSize: number;
   readonly maxLimit: number;
@@ -89,6 +96,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     );
   }
   const dbPoolMax = integer('DB_POOL_MAX', 10, 1, 1000);
+  const writeWaitMs = integer('WRITE_WAIT_MS', 3000, 100, 60_000);
+  const changeStreamsMax = integer('CHANGE_STREAMS_MAX', 1000, 1, 100_000);
 
   const pagination = read('PAGINATION', 'limit-offset');
   if (pagination !== 'limit-offset' && pagination !== 'page-number') {
@@ -142,6 +151,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     host,
     database: database!,
     dbPoolMax,
+    writeWaitMs,
+    changeStreamsMax,
     pagination: pagination as Pagination,
     pageSize,
     maxLimit,

@@ -12,6 +12,9 @@ import { openStore } from './storage/open-store.js';
 /** How long in-flight requests may take to finish after a stop signal. */
 const SHUTDOWN_GRACE_MS = 10_000;
 
+/** How often the service looks for bulk writes (imports, removals) whose process died, to undo them. */
+const ABANDONED_WRITES_CHECK_MS = 30_000;
+
 async function main(): Promise<void> {
   hideSqliteExperimentalWarning();
   // Until the service listens there is nothing to finish: a stop signal simply ends the start.
@@ -40,7 +43,7 @@ async function main(): Promise<void> {
   const where = config.database.kind === 'sqlite' ? `sqlite:${config.database.path}` : redactPassword(config.database.url);
   let store;
   try {
-    store = await openStore(config.database, { poolMax: config.dbPoolMax, migrate: config.migrateOnStart });
+    store = await openStore(config.database, { poolMax: config.dbPoolMax, writeWaitMs: config.writeWaitMs, migrate: config.migrateOnStart });
   } catch (error) {
     if (error instanceof SchemaNotCurrentError) {
       console.error(`${error.message} Run \`npx catalogue migrate\` first (MIGRATE_ON_START is false).`);
@@ -61,6 +64,20 @@ async function main(): Promise<void> {
   }
   app.log.info(`catalogue on ${where}, ${config.pagination} pagination`);
   for (const warning of startupWarnings(config)) app.log.warn(warning);
+
+  // What a killed import or removal wrote is undone here when no other bulk write comes to do it.
+  const undoAbandonedWrites = (): void => {
+    store.undoAbandonedBulkWrites().then(
+      (undone) => {
+        if (undone > 0) app.log.warn(`undid ${undone} bulk write${undone === 1 ? '' : 's'} (import, removal) whose process had stopped half-way`);
+      },
+      (error: unknown) => app.log.warn({ err: error }, 'looking for abandoned bulk writes failed'),
+    );
+  };
+  undoAbandonedWrites();
+  setInterval(undoAbandonedWrites, ABANDONED_WRITES_CHECK_MS).unref();
+  // Names bulk-loaded with plain SQL are folded for search from now on, while the service answers.
+  store.foldInBackground();
 
   let stopping = false;
   onStopSignal = (signal) => {

@@ -28,16 +28,14 @@ export class DuplicateBarcodeError extends Error {
  */
 export class IdempotencyKeyTakenError extends Error {
   readonly key: string;
-  /** The digest of the product the key was recorded with. */
-  readonly fingerprint: string;
-  readonly product: Product;
+  /** What the key was recorded with: the digest of its product, the pk it was given, the product now (if not removed). */
+  readonly creation: { readonly fingerprint: string; readonly pk: number; readonly product: Product | undefined };
 
-  constructor(key: string, fingerprint: string, product: Product) {
+  constructor(key: string, creation: IdempotencyKeyTakenError['creation']) {
     super(`The idempotency key ${key} was already used.`);
     this.name = 'IdempotencyKeyTakenError';
     this.key = key;
-    this.fingerprint = fingerprint;
-    this.product = product;
+    this.creation = creation;
   }
 }
 
@@ -46,5 +44,62 @@ export class StoreUnavailableError extends Error {
   constructor(cause: unknown) {
     super('The catalogue database is not reachable.', { cause });
     this.name = 'StoreUnavailableError';
+  }
+}
+
+/**
+ * A write waited for another writer's lock on the catalogue (another process's import, plain SQL)
+ * longer than it may; nothing was stored, and a retry in a moment may succeed.
+ */
+export class StoreBusyError extends Error {
+  /** How long the write waited, in milliseconds, where known. */
+  readonly waitedMs: number | undefined;
+
+  constructor(waitedMs?: number, cause?: unknown) {
+    super(`The catalogue is busy with another write${waitedMs === undefined ? '' : `; gave up after waiting ${Math.round(waitedMs)} ms`}.`, { cause });
+    this.name = 'StoreBusyError';
+    this.waitedMs = waitedMs;
+  }
+}
+
+/** The database did not finish a statement within its time limit; what it did is undone. */
+export class StoreTimeoutError extends Error {
+  constructor(what: string, cause: unknown) {
+    super(`The database did not finish ${what} within its time limit.`, { cause });
+    this.name = 'StoreTimeoutError';
+  }
+}
+
+/** Another bulk write (an import, a price list, a removal) is under way: one runs at a time. */
+export class BulkWriteRunningError extends Error {
+  constructor(kind: string, owner: string, since: Date) {
+    super(`Another ${kind} is under way (${owner}, since ${since.toISOString()}); one bulk write runs at a time. Try again when it has finished.`);
+    this.name = 'BulkWriteRunningError';
+  }
+}
+
+/** Barcodes that no product in the catalogue has. */
+export class UnknownBarcodesError extends Error {
+  readonly barcodes: readonly string[];
+
+  constructor(barcodes: readonly string[]) {
+    super(`No product has ${barcodes.length === 1 ? 'barcode' : 'barcodes'} ${barcodes.join(', ')}.`);
+    this.name = 'UnknownBarcodesError';
+    this.barcodes = barcodes;
+  }
+}
+
+/**
+ * Names written straight into the database (plain SQL, a bulk load) are still being folded for
+ * search: a search now would miss them. Listings without a search are not affected.
+ */
+export class SearchCatchingUpError extends Error {
+  /** Names still to fold, at least. */
+  readonly pending: number;
+
+  constructor(pending: number) {
+    super(`Search is catching up with products written straight into the database: at least ${pending} names are still to be indexed.`);
+    this.name = 'SearchCatchingUpError';
+    this.pending = pending;
   }
 }

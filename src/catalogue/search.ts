@@ -44,7 +44,7 @@ export function parseProductFilter(params: URLSearchParams): FilterCheck {
   const filter: { barcode?: string; search?: string } = {};
   const barcode = single(params, 'barcode', errors);
   if (barcode !== undefined) {
-    const checked = checkBarcodeFilter(barcode.trim());
+    const checked = readScannedBarcode(barcode.trim());
     if (typeof checked === 'string') filter.barcode = checked;
     else errors.barcode = checked;
   }
@@ -73,8 +73,13 @@ function single(params: URLSearchParams, name: string, errors: FieldErrors): str
   return values[0];
 }
 
-/** The EAN-13 a scanned barcode stands for, or the reasons it is not one. */
-function checkBarcodeFilter(text: string): string | string[] {
+/**
+ * The EAN-13 a scanned barcode stands for (13 digits, or a 12-digit UPC-A read as `0` and its digits),
+ * or the reasons it is not one.
+ *
+ * @example readScannedBarcode("036000291452") // "0036000291452"
+ */
+export function readScannedBarcode(text: string): string | string[] {
   if (!/^[0-9]+$/.test(text)) {
     return [text === '' ? 'The barcode is empty; give 13 digits (EAN-13) or 12 (UPC-A).' : 'A barcode is 13 digits (EAN-13) or 12 (UPC-A), digits only.'];
   }

@@ -4,9 +4,10 @@ import { CommandFailure, EXIT, isBrokenPipe, UsageError, type Command } from './
 import { exportCommand } from './export.js';
 import { importCommand } from './import.js';
 import { migrateCommand } from './migrate.js';
+import { removeCommand } from './remove.js';
 import { hideSqliteExperimentalWarning } from './node-warnings.js';
 
-const COMMANDS: readonly Command[] = [importCommand, exportCommand, migrateCommand];
+const COMMANDS: readonly Command[] = [importCommand, removeCommand, exportCommand, migrateCommand];
 
 const HELP = `Usage: catalogue <command> [options]
 

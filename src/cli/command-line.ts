@@ -6,6 +6,9 @@ import { openStore } from '../storage/open-store.js';
 import type { CatalogueStore } from '../storage/store.js';
 import { formatOfPath, type FileFormat } from './product-rows.js';
 
+/** How long a command's write waits for the catalogue's write lock, at the least. */
+const COMMAND_WRITE_WAIT_MS = 60_000;
+
 /** The exit statuses every command keeps (docs/OPERATIONS.md lists them). */
 export const EXIT = Object.freeze({ done: 0, failed: 1, usage: 2 });
 
@@ -97,7 +100,10 @@ export function readFormat(given: string | boolean | undefined, path: string | u
 export async function openConfiguredStore(): Promise<{ config: Config; store: CatalogueStore }> {
   const config = readConfig();
   try {
-    const store = await openStore(config.database, { poolMax: config.dbPoolMax, migrate: config.migrateOnStart });
+    // A command's writes are short steps between the service's; waiting longer than a request would
+    // spares an operator a failed import while the service is busy.
+    const writeWaitMs = Math.max(config.writeWaitMs, COMMAND_WRITE_WAIT_MS);
+    const store = await openStore(config.database, { poolMax: config.dbPoolMax, writeWaitMs, migrate: config.migrateOnStart });
     return { config, store };
   } catch (error) {
     if (error instanceof SchemaNotCurrentError) {

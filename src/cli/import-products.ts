@@ -1,5 +1,5 @@
 import { checkNewProduct, type FieldErrors, type NewProduct } from '../catalogue/product.js';
-import type { CatalogueStore, PriceListOutcome } from '../storage/store.js';
+import type { BulkOptions, CatalogueStore, PriceListOutcome } from '../storage/store.js';
 import { readProductRows, type FileFormat, type RowPosition, type SourceRow } from './product-rows.js';
 
 /** Rows checked against the catalogue, or inserted, at a time. */
@@ -20,6 +20,8 @@ export interface ImportOptions {
   readonly update: boolean;
   /** Told of each chunk of bytes read, in the `checking` pass and then the `importing` pass. */
   readonly onProgress?: (phase: 'checking' | 'importing', bytes: number) => void;
+  /** Told of the writing's steps: a failure being undone, and how long the write lock was held. */
+  readonly bulk?: BulkOptions;
 }
 
 export interface ImportResult extends PriceListOutcome {
@@ -33,7 +35,7 @@ export interface ImportResult extends PriceListOutcome {
  * The file is read twice, streaming, so its size is bounded by the disk, not memory (only its
  * barcodes are kept): first every row is checked (product rules, a barcode repeated in the file or,
  * unless updating, already in the catalogue); then, if no row is bad or bad rows may be skipped, the
- * good rows are written in batches inside one transaction.
+ * good rows are written in short steps, all or nothing (a failure undoes the steps done).
  *
  * @throws UnreadableFileError when the file is not in the format; DuplicateBarcodeError when another
  *   writer took a barcode between the passes. Nothing is imported then.
@@ -58,8 +60,8 @@ export async function importProductFile(store: CatalogueStore, path: string, opt
     }
     if (batch.length > 0) yield batch;
   }
-  if (options.update) return { ...(await store.applyPriceList(batches())), bad };
-  return { added: await store.insertProducts(batches()), changed: 0, unchanged: 0, bad };
+  if (options.update) return { ...(await store.applyPriceList(batches(), options.bulk)), bad };
+  return { added: await store.insertProducts(batches(), options.bulk), changed: 0, unchanged: 0, bad };
 }
 
 async function findBadRows(store: CatalogueStore, path: string, options: ImportOptions): Promise<BadRow[]> {

@@ -1,6 +1,7 @@
 import { statSync } from 'node:fs';
 import { SingleBar } from 'cli-progress';
-import { DuplicateBarcodeError } from '../catalogue/errors.js';
+import { BulkWriteRunningError, DuplicateBarcodeError } from '../catalogue/errors.js';
+import { bulkProgress } from './bulk-progress.js';
 import { errorMessage } from '../error-details.js';
 import { CommandFailure, EXIT, openConfiguredStore, readArguments, readFormat, UsageError, type Command } from './command-line.js';
 import { importProductFile, type ImportResult } from './import-products.js';
@@ -15,11 +16,16 @@ Adds the products of FILE to the catalogue, each checked with the API's rules: a
 none when any row is bad. FILE is CSV with a name,barcode,price header, or a JSON array of
 {"name", "barcode", "price"} objects.
 
+The rows are written in short steps, so that the running service goes on creating products
+meanwhile (they appear step by step); should the import fail or be stopped half-way, even killed,
+what it wrote is undone (a killed import by the next import, or by a running service).
+
 Options:
   --update         apply a price list: a product whose barcode is already in the catalogue takes
                    FILE's name and price (its pk stays), the others are added
   --skip-invalid   import the valid rows and list the bad ones, instead of importing nothing
   --format FORMAT  csv or json (default: from FILE's name, .json is JSON, anything else CSV)
+  --verbose        also say how long the write lock was held at most
   -h, --help       show this help
 
 Bad rows are listed on standard error as "line N: field: reason" (for JSON "line N, item K: ...",
@@ -29,7 +35,7 @@ an unreadable file, a database error), 2 wrong usage.
 `,
 
   async run(args) {
-    const parsed = readArguments(args, { update: { type: 'boolean' }, 'skip-invalid': { type: 'boolean' }, format: { type: 'string' } });
+    const parsed = readArguments(args, { update: { type: 'boolean' }, 'skip-invalid': { type: 'boolean' }, format: { type: 'string' }, verbose: { type: 'boolean' } });
     if (parsed === 'help') {
       process.stdout.write(this.help);
       return EXIT.done;
@@ -52,10 +58,11 @@ an unreadable file, a database error), 2 wrong usage.
     const progress = progressBar(size);
     let result: ImportResult;
     try {
-      result = await importProductFile(store, path, { format, skipInvalid, update, onProgress: progress.update });
+      result = await importProductFile(store, path, { format, skipInvalid, update, onProgress: progress.update, bulk: bulkProgress(parsed.values['verbose'] === true) });
     } catch (error) {
       if (error instanceof UnreadableFileError) throw new CommandFailure(`${path}: ${error.message.replace(/([^.])$/, '$1.')} Nothing was imported.`);
       if (error instanceof DuplicateBarcodeError) throw new CommandFailure(`${error.message} It was added while the import ran; nothing was imported.`);
+      if (error instanceof BulkWriteRunningError) throw new CommandFailure(`${error.message} Nothing was imported.`);
       throw new CommandFailure(`Import failed; nothing was imported: ${errorMessage(error)}`);
     } finally {
       progress.stop();

@@ -1,8 +1,8 @@
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
-import { DuplicateBarcodeError, InvalidProductError, StoreUnavailableError } from '../catalogue/errors.js';
+import { DuplicateBarcodeError, InvalidProductError, SearchCatchingUpError, StoreBusyError, StoreTimeoutError, StoreUnavailableError } from '../catalogue/errors.js';
 import { BODY_LIMIT_BYTES, UNSUPPORTED_MEDIA_TYPE } from './json-body.js';
 import { HttpProblem, sendProblem } from './problem.js';
-import { STORE_RETRY_AFTER_SECONDS } from './responses.js';
+import { BUSY_RETRY_AFTER_SECONDS, STORE_RETRY_AFTER_SECONDS } from './responses.js';
 
 /**
  * Maps every error to a problem document, in one place: domain errors to their statuses, Fastify's
@@ -24,6 +24,20 @@ export function useProblemErrors(app: FastifyInstance): void {
       request.log.warn({ err: error.cause }, 'database unreachable');
       reply.header('Retry-After', String(STORE_RETRY_AFTER_SECONDS));
       return sendProblem(reply, 503, 'The catalogue database is not reachable right now; try again shortly.');
+    }
+    if (error instanceof StoreBusyError) {
+      request.log.warn({ err: error }, 'gave up waiting for the catalogue\'s write lock');
+      reply.header('Retry-After', String(BUSY_RETRY_AFTER_SECONDS));
+      return sendProblem(reply, 503, 'The catalogue is busy with another write; nothing was changed. Try again in a moment.');
+    }
+    if (error instanceof SearchCatchingUpError) {
+      reply.header('Retry-After', String(STORE_RETRY_AFTER_SECONDS));
+      return sendProblem(reply, 503, `${error.message} Try again in a few seconds; listings without search are not affected.`);
+    }
+    if (error instanceof StoreTimeoutError) {
+      request.log.warn({ err: error }, error.message);
+      reply.header('Retry-After', String(STORE_RETRY_AFTER_SECONDS));
+      return sendProblem(reply, 503, 'The catalogue database did not answer in time; nothing was changed. Try again shortly.');
     }
     const status = 'statusCode' in error && typeof error.statusCode === 'number' ? error.statusCode : 500;
     // The file servers of the page and the docs refuse a path that leads out of their folder (`..`)

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { IdempotencyKeyTakenError } from '../catalogue/errors.js';
 import type { NewProduct, Product } from '../catalogue/product.js';
-import type { CatalogueStore } from '../storage/store.js';
+import type { CatalogueStore, KeyedCreation } from '../storage/store.js';
 import { HttpProblem } from './problem.js';
 
 /** How long a key is remembered: a day, so that a till retrying after an outage still gets its answer. */
@@ -32,23 +32,32 @@ export async function createProductOnce(request: FastifyRequest, store: Catalogu
   const now = new Date();
   const cutoff = new Date(now.getTime() - IDEMPOTENCY_TTL_MS);
   const earlier = await store.findKeyedCreation(key, cutoff);
-  if (earlier !== undefined) return replay(earlier.fingerprint, fingerprint, earlier.product);
+  if (earlier !== undefined) return replay(earlier, fingerprint);
   try {
     return { product: await store.createKeyedProduct(product, { key, fingerprint, createdAt: now }, cutoff), replayed: false };
   } catch (error) {
     // A concurrent request with this key won the race; then this one is its retry.
-    if (error instanceof IdempotencyKeyTakenError) return replay(error.fingerprint, fingerprint, error.product);
+    if (error instanceof IdempotencyKeyTakenError) return replay(error.creation, fingerprint);
     throw error;
   }
 }
 
-function replay(recorded: string, fingerprint: string, product: Product): Creation {
-  if (recorded !== fingerprint) {
+/**
+ * The answer to a request repeating an earlier key: the product it created, as it is now. A product
+ * removed since has no answer to repeat, and creating it again would undo the removal: 410.
+ */
+function replay(earlier: KeyedCreation, fingerprint: string): Creation {
+  if (earlier.fingerprint !== fingerprint) {
     throw new HttpProblem(422, 'This Idempotency-Key was already used for a different product; use a new key for a new product.', {
       errors: { 'Idempotency-Key': ['Already used with a different body.'] },
     });
   }
-  return { product, replayed: true };
+  if (earlier.product === undefined) {
+    throw new HttpProblem(410, `The product this Idempotency-Key created (pk ${earlier.pk}) has been removed from the catalogue since; it is not created again.`, {
+      errors: { 'Idempotency-Key': ['Its product has been removed.'] },
+    });
+  }
+  return { product: earlier.product, replayed: true };
 }
 
 function idempotencyKey(request: FastifyRequest): string | undefined {

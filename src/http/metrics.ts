@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { CatalogueStore } from '../storage/store.js';
+import type { CatalogueStore, WriteWaits } from '../storage/store.js';
+import type { ChangeStreams } from './change-streams.js';
 import { resource } from './resource.js';
 
 /** Seconds; from a cached read to a slow full listing. */
@@ -14,7 +15,7 @@ const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
  * Requests that match no route are labelled `unmatched`, so that scanning random paths cannot grow
  * the number of series without bound.
  */
-export function useMetrics(app: FastifyInstance, store: CatalogueStore): void {
+export function useMetrics(app: FastifyInstance, store: CatalogueStore, streams: Pick<ChangeStreams, 'open'>): void {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const labelNames = ['method', 'route', 'status'] as const;
@@ -54,6 +55,33 @@ export function useMetrics(app: FastifyInstance, store: CatalogueStore): void {
       this.set({ state: 'waiting' }, stats.waiting);
     },
   });
+
+  new Gauge({
+    name: 'catalogue_change_streams',
+    help: 'Change feed streams (server-sent events) open in this instance, catching up or live.',
+    registers: [registry],
+    collect() {
+      this.set(streams.open);
+    },
+  });
+
+  // The store keeps running totals where its database tells (SQLite); each scrape reports them as they are.
+  const totals: ReadonlyArray<readonly [string, string, (waits: WriteWaits) => number]> = [
+    ['catalogue_write_lock_waits_total', 'Writes that found the catalogue\'s write lock held by another connection (an import, plain SQL, another process) and waited for it.', (w) => w.waits],
+    ['catalogue_write_lock_wait_seconds_total', 'Seconds writes spent waiting for the catalogue\'s write lock, in all.', (w) => w.seconds],
+    ['catalogue_write_lock_timeouts_total', 'Writes that gave up waiting for the catalogue\'s write lock (answered 503, nothing stored).', (w) => w.timeouts],
+  ];
+  for (const [name, help, value] of store.writeWaits() === undefined ? [] : totals) {
+    new Counter({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(value(store.writeWaits()!));
+      },
+    });
+  }
 
   // A callback hook: an async one costs a promise per request for no waiting.
   app.addHook('onResponse', (request, reply, done) => {

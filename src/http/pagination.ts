@@ -26,7 +26,8 @@ export type PageRequest = number | 'last';
  */
 export function parseLimitOffset(params: URLSearchParams, pageSize: number, maxLimit: number): ParamCheck<LimitOffset> {
   const errors: FieldErrors = {};
-  const limit = wholeNumber(params, 'limit', 1, errors);
+  // A huge limit is only lowered to the maximum; an offset beyond 2^53 cannot be computed with exactly.
+  const limit = wholeNumber(params, 'limit', 1, errors, { huge: 'largest' });
   const offset = wholeNumber(params, 'offset', 0, errors);
   if (Object.keys(errors).length > 0) return { ok: false, errors };
   return { ok: true, value: { limit: limit === undefined ? pageSize : Math.min(limit, maxLimit), offset: offset ?? 0 } };
@@ -37,11 +38,18 @@ export function parsePage(params: URLSearchParams): ParamCheck<PageRequest> {
   const values = params.getAll('page');
   if (values.length === 1 && values[0] === 'last') return { ok: true, value: 'last' };
   const errors: FieldErrors = {};
-  const page = wholeNumber(params, 'page', 1, errors, ' or "last"');
+  // A huge page is past the last.
+  const page = wholeNumber(params, 'page', 1, errors, { alternative: ' or "last"', huge: 'largest' });
   return page === undefined && Object.keys(errors).length > 0 ? { ok: false, errors } : { ok: true, value: page ?? 1 };
 }
 
-function wholeNumber(params: URLSearchParams, name: string, min: number, errors: FieldErrors, alternative = ''): number | undefined {
+/**
+ * Reads the whole number parameter `name` (≥ `min`, plain digits) into its value, or `undefined` when
+ * absent or empty, recording what is wrong with it in `errors`. Past 2^53 − 1 it is refused, unless
+ * `huge` is `'largest'`: then it counts as the largest safe integer (a limit is lowered anyway, a page
+ * is past the last anyway).
+ */
+export function wholeNumber(params: URLSearchParams, name: string, min: number, errors: FieldErrors, { alternative = '', huge = 'refuse' }: { alternative?: string; huge?: 'refuse' | 'largest' } = {}): number | undefined {
   const values = params.getAll(name);
   if (values.length > 1) {
     errors[name] = [`Give ${name} once; it was given ${values.length} times.`];
@@ -54,9 +62,7 @@ function wholeNumber(params: URLSearchParams, name: string, min: number, errors:
     errors[name] = [`${JSON.stringify(truncate(text))} is not ${expected}.`];
     return undefined;
   }
-  // A huge limit is only lowered to the maximum and a huge page is past the last; an offset beyond
-  // 2^53 cannot be computed with exactly, so it is refused.
-  const value = text.length > SAFE_INTEGER_DIGITS && name !== 'offset' ? Number.MAX_SAFE_INTEGER : Number(text);
+  const value = text.length > SAFE_INTEGER_DIGITS && huge === 'largest' ? Number.MAX_SAFE_INTEGER : Number(text);
   if (value < min) {
     errors[name] = [`${name} must be ${min} or more; got ${text}.`];
     return undefined;
@@ -73,7 +79,7 @@ function wholeNumber(params: URLSearchParams, name: string, min: number, errors:
  * (or, for `undefined`, removed) and every other parameter kept. Parameters are sorted by name,
  * as Django REST Framework writes them, so that each page has one address.
  */
-export function pageLink(base: string, path: string, params: URLSearchParams, changes: Record<string, number | undefined>): string {
+export function pageLink(base: string, path: string, params: URLSearchParams, changes: Readonly<Record<string, number | undefined>>): string {
   const next = new URLSearchParams(params);
   for (const [name, value] of Object.entries(changes)) {
     if (value === undefined) next.delete(name);

@@ -209,7 +209,7 @@ export async function productsV1(app: FastifyInstance, { store }: ProductsV1Opti
           headers: Type.Object({
             'idempotency-key': Type.Optional(
               Type.String({
-                description: 'Makes a retry safe: a repeat within 24 h with the same product replays the first 201 and creates nothing; with a different product it is a 422. 1 to 255 visible ASCII characters, e.g. a UUID.',
+                description: 'Makes a retry safe: a repeat within 24 h with the same product replays the first 201 and creates nothing; with a different product it is a 422; when the product it created has been removed since, a 410. 1 to 255 visible ASCII characters, e.g. a UUID.',
               }),
             ),
           }),
@@ -222,6 +222,7 @@ export async function productsV1(app: FastifyInstance, { store }: ProductsV1Opti
             409: problemResponse('Another product already has this barcode; `errors.barcode` says so.'),
             413: problemResponse(`The body is larger than ${BODY_LIMIT_BYTES} bytes (refused at once when Content-Length declares it).`),
             415: problemResponse('The Content-Type is not application/json.'),
+            410: problemResponse('The Idempotency-Key created a product that has been removed since; it is not created again.'),
             422: problemResponse('The Idempotency-Key was already used with a different product.'),
             503: STORE_UNAVAILABLE,
           },

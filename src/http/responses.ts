@@ -1,14 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import Type, { type TSchema } from 'typebox';
 import { ProblemSchema } from './problem.js';
-import { NewProductSchema, PageSchema, ProductSchema } from './schemas.js';
+import { ChangePageSchema, ChangeSchema, NewProductSchema, PageSchema, ProductSchema } from './schemas.js';
 
 /**
  * Adds the wire shapes by their `$id`, so that routes refer to them with `Type.Ref(id)` and the
  * OpenAPI document lists each once, by name, under components.schemas.
  */
 export function useSharedSchemas(app: FastifyInstance): void {
-  for (const schema of [ProblemSchema, ProductSchema, PageSchema, NewProductSchema]) app.addSchema(schema);
+  for (const schema of [ProblemSchema, ProductSchema, PageSchema, NewProductSchema, ChangeSchema, ChangePageSchema]) app.addSchema(schema);
 }
 
 /**
@@ -46,7 +46,10 @@ export const ETAG_HEADER = Type.String({
  */
 export const STORE_RETRY_AFTER_SECONDS = 5;
 
-export const STORE_UNAVAILABLE = problemResponse('The database cannot be reached; nothing was changed. Retry after the seconds in Retry-After.', {
+/** Seconds before retrying a write that found the catalogue busy: other writes hold its lock for milliseconds at a time. */
+export const BUSY_RETRY_AFTER_SECONDS = 1;
+
+export const STORE_UNAVAILABLE = problemResponse('The database cannot be reached, did not answer in time, or (for a write) is busy with another write for longer than the service waits; nothing was changed. Retry after the seconds in Retry-After.', {
   'Retry-After': Type.String({ description: 'Seconds to wait before retrying.', examples: [String(STORE_RETRY_AFTER_SECONDS)] }),
 });
 

@@ -36,6 +36,26 @@ export const PageSchema = Type.Object(
 );
 export type PageWire = Static<typeof PageSchema>;
 
+export const ChangeSchema = Type.Object(
+  {
+    version: Type.Integer({ minimum: 1, description: 'The version of this change: the product\'s last.' }),
+    pk,
+    product: Type.Union([Type.Ref('Product'), Type.Null()], { description: 'The product as it is now, or null: removed.' }),
+  },
+  { $id: 'Change', additionalProperties: false },
+);
+export type ChangeWire = Static<typeof ChangeSchema>;
+
+export const ChangePageSchema = Type.Object(
+  {
+    version: Type.Integer({ minimum: 0, description: 'The catalogue\'s version when the changes were read: ask `since=` it next time.' }),
+    changes: Type.Array(Type.Ref('Change'), { description: 'Every product changed after `since`, once, in version order.' }),
+    next: Type.Union([Type.String({ format: 'uri' }), Type.Null()], { description: 'The rest of the changes up to `version`, or null: this answer holds them all.' }),
+  },
+  { $id: 'ChangePage', additionalProperties: false },
+);
+export type ChangePageWire = Static<typeof ChangePageSchema>;
+
 /** The create body's fields: exactly the catalogue's, which the compiler checks by `satisfies`. */
 const newProductFields = {
   name: Type.String({ description: `Surrounding white space is trimmed; 1 to ${MAX_NAME_LENGTH} characters after trimming; no control characters.` }),

@@ -1,6 +1,7 @@
-import type { ColumnDefinitionBuilder, Kysely, Migration, RawBuilder, Selectable } from 'kysely';
+import type { ColumnDefinitionBuilder, Kysely, Migration, RawBuilder } from 'kysely';
 import type { NewProduct } from '../catalogue/product.js';
-import type { Database, ProductTable } from './schema.js';
+import type { ProductRow } from './product-row.js';
+import type { Database } from './schema.js';
 import type { PoolStats } from './store.js';
 
 /**
@@ -10,16 +11,27 @@ import type { PoolStats } from './store.js';
  * does is written once over `db`.
  */
 export interface StoreDialect {
+  /** For reads. */
   readonly db: Kysely<Database>;
+  /**
+   * For every write, in a transaction: `db` itself on PostgreSQL; on SQLite a connection of its own,
+   * so that a write waiting for another process's write lock (on timers, never blocking the event
+   * loop) holds up only the writes behind it, and reads never see a write before its commit.
+   */
+  readonly writeDb: Kysely<Database>;
   readonly errors: DialectErrors;
   readonly migrations: DialectMigrations;
   readonly search: DialectSearch;
+  /** What follows an INSERT's column list when its rows give their own `pk` (a removal undone). */
+  readonly givenPk: RawBuilder<unknown>;
   /** Statements run outside Kysely where they beat it; without them the shared queries run. */
   readonly fastPaths?: DialectFastPaths;
   /** Tells of changes other connections commit; without it every `cacheGeneration()` reads the revision. */
   readonly changes?: ChangeSignal;
   /** The connection pool's state, where there is a pool. */
   poolStats?(): PoolStats;
+  /** How writes have waited for another connection's write lock so far, where the dialect can tell. */
+  writeWaits?(): WriteWaits;
   /** Releases every connection (and the change signal's). */
   close(): Promise<void>;
 }
@@ -28,6 +40,20 @@ export interface StoreDialect {
 export interface DialectErrors {
   isUniqueViolation(error: unknown): boolean;
   isConnectionFailure(error: unknown): boolean;
+  /** Another connection holds a lock the statement needs, and the statement gave up waiting for it. */
+  isBusy(error: unknown): boolean;
+  /** The statement ran past its time limit and was cancelled. */
+  isTimeout(error: unknown): boolean;
+}
+
+/** Totals, since the store opened, of the waits of writes for another connection's write lock. */
+export interface WriteWaits {
+  /** Writes that found the lock taken and waited. */
+  readonly waits: number;
+  /** Seconds those writes waited, in all. */
+  readonly seconds: number;
+  /** Writes that gave up, having waited as long as they may. */
+  readonly timeouts: number;
 }
 
 /**
@@ -48,6 +74,13 @@ export interface DialectMigrations {
   readonly search: Migration;
   /** 0006: refuses a `price_cents` above `MAX_PRICE_CENTS` on every insert and update. */
   readonly priceLimit: Migration;
+  /**
+   * 0007, after the shared steps have made `catalogue_change` and `catalogue_state.version`: the
+   * triggers that replace 0002's, keeping the count and the revision and giving every change to a
+   * product its version (in commit order, under the catalogue's write lock), and the idempotency
+   * records' foreign key to `product` dropped.
+   */
+  readonly changeFeed: Migration;
   /** The schema holding Kysely's bookkeeping tables, or `undefined` where the database has one. */
   migrationTableSchema(db: Kysely<unknown>): Promise<string | undefined>;
 }
@@ -122,11 +155,9 @@ export interface DialectFastPaths {
   readonly readState?: () => StateRow | undefined;
 }
 
-/** A product as the store reads it. */
-export type ProductRow = Pick<Selectable<ProductTable>, 'pk' | 'name' | 'barcode' | 'price_cents'>;
-
-/** The sums of `catalogue_state`: the count and the revision. */
+/** The row of `catalogue_state`: the count, the revision and the version. */
 export interface StateRow {
   product_count: number | string | bigint | null;
   revision: number | string | bigint | null;
+  version: number | string | bigint | null;
 }

@@ -2,7 +2,6 @@ import { DEFAULT_MIGRATION_TABLE, Migrator, sql, type Kysely, type Migration, ty
 import type { StoreDialect } from './dialect.js';
 import { MAX_PRICE_CENTS } from '../catalogue/price.js';
 import { STATE_SLOTS } from './schema.js';
-import { foldPendingNames } from './search-index.js';
 
 /**
  * The schema's history, oldest first. Each step is written once; what a database writes in its own
@@ -80,7 +79,7 @@ function migrationsFor(dialect: StoreDialect): Record<string, Migration> {
         await db.schema.alterTable('product').addColumn('name_folded', 'text').execute();
         await sql.raw('CREATE INDEX product_unfolded ON product (pk) WHERE name_folded IS NULL').execute(db);
         await own.search.up(db);
-        await foldPendingNames(db, dialect.search);
+        // The names already stored are folded by the service, in the background (see search-reads.ts).
       },
       async down(db: Kysely<unknown>): Promise<void> {
         await own.search.down?.(db);
@@ -106,7 +105,77 @@ function migrationsFor(dialect: StoreDialect): Record<string, Migration> {
       },
       down: async (db: Kysely<unknown>) => own.priceLimit.down?.(db),
     },
+    '0007_change_feed': {
+      // Every change to a product (stored, its name, barcode or price changed, removed) gives it the
+      // catalogue's next version, kept in `catalogue_change`: one row per product ever stored, whose row
+      // outlives a removed product, so that a copy of the catalogue can ask what changed since a version.
+      // Products already stored get versions 1..count in pk order. The state's slots become the one row
+      // 0: every writer now takes the catalogue's write lock once per statement (to draw versions in
+      // commit order), so one row no longer makes writers queue. Removing a product by plain SQL must
+      // work, so idempotency records no longer refer to products by a foreign key.
+      async up(db: Kysely<unknown>): Promise<void> {
+        await atomically(db, async (trx) => {
+          await trx.schema.alterTable('catalogue_state').addColumn('version', 'bigint', (col) => col.notNull().defaultTo(0)).execute();
+          await sql`UPDATE catalogue_state SET
+              product_count = (SELECT sum(product_count) FROM catalogue_state),
+              revision = (SELECT sum(revision) FROM catalogue_state)
+            WHERE id = 0`.execute(trx);
+          await sql`DELETE FROM catalogue_state WHERE id <> 0`.execute(trx);
+          await trx.schema
+            .createTable('catalogue_change')
+            .addColumn('pk', own.pkType, (col) => col.primaryKey())
+            .addColumn('version', 'bigint', (col) => col.notNull().unique())
+            .execute();
+          await sql`INSERT INTO catalogue_change (pk, version) SELECT pk, row_number() OVER (ORDER BY pk) FROM product`.execute(trx);
+          await sql`UPDATE catalogue_state SET version = (SELECT count(*) FROM catalogue_change) WHERE id = 0`.execute(trx);
+          await own.changeFeed.up(trx);
+        });
+      },
+    },
+    '0008_bulk_write_journal': {
+      // A bulk write (an import, a price list, a removal) runs as a series of short transactions, so
+      // that no write waits long for the lock it holds; each step journals in its own transaction how
+      // to undo it, so that a bulk write that fails or is interrupted (its process killed) is undone by
+      // whoever finds it: itself, the next bulk write, or a running service (see bulk-write-journal.ts).
+      async up(db: Kysely<unknown>): Promise<void> {
+        await db.schema
+          .createTable('bulk_write')
+          .addColumn('id', own.pkType, (col) => own.primaryKey(col))
+          .addColumn('kind', 'text', (col) => col.notNull())
+          .addColumn('owner', 'text', (col) => col.notNull())
+          .addColumn('state', 'text', (col) => col.notNull())
+          .addColumn('started_at', 'bigint', (col) => col.notNull())
+          .addColumn('heartbeat_at', 'bigint', (col) => col.notNull())
+          .execute();
+        await db.schema
+          .createTable('bulk_undo')
+          .addColumn('id', own.pkType, (col) => own.primaryKey(col))
+          .addColumn('write_id', own.pkType, (col) => col.notNull())
+          .addColumn('action', 'text', (col) => col.notNull())
+          .addColumn('pk_from', own.pkType, (col) => col.notNull())
+          .addColumn('pk_to', own.pkType, (col) => col.notNull())
+          .addColumn('name', 'text')
+          .addColumn('name_folded', 'text')
+          .addColumn('barcode', 'text')
+          .addColumn('price_cents', 'bigint')
+          .execute();
+        await db.schema.createIndex('bulk_undo_write').on('bulk_undo').columns(['write_id', 'id']).execute();
+      },
+      async down(db: Kysely<unknown>): Promise<void> {
+        await db.schema.dropTable('bulk_undo').execute();
+        await db.schema.dropTable('bulk_write').execute();
+      },
+    },
   };
+}
+
+/**
+ * Runs `steps` in one transaction. PostgreSQL's migrations already run in one (Kysely wraps them);
+ * SQLite's do not, and a step failing halfway would leave a schema no version knows.
+ */
+async function atomically(db: Kysely<unknown>, steps: (trx: Kysely<unknown>) => Promise<void>): Promise<void> {
+  if (db.isTransaction) await steps(db);
+  else await db.transaction().execute(steps);
 }
 
 class InCodeMigrations implements MigrationProvider {
@@ -166,6 +235,17 @@ export async function migrateToLatest(dialect: StoreDialect): Promise<string[]> 
 }
 
 /**
+ * Brings the database's schema up to the migration named `last` and no further, as an earlier version
+ * of the service would have left it: for upgrade tests.
+ *
+ * @throws the migration's error.
+ */
+export async function migrateUpTo(dialect: StoreDialect, last: string): Promise<void> {
+  const { error } = await (await migratorFor(dialect)).migrateTo(last);
+  if (error !== undefined) throw error;
+}
+
+/**
  * Checks, without changing anything, that every migration of this version has run.
  *
  * @throws SchemaNotCurrentError naming the migrations that have not.
@@ -191,7 +271,7 @@ async function migratorFor(dialect: StoreDialect): Promise<Migrator> {
   return new Migrator({ db, provider: new InCodeMigrations(dialect), migrationTableSchema: await dialect.migrations.migrationTableSchema(db) });
 }
 
-/** Migrations run over tables they create, which the schema's types do not describe yet. */
+/** Migrations write (over the writing connection), over tables the schema's types do not describe yet. */
 function untyped(dialect: StoreDialect): Kysely<unknown> {
-  return dialect.db as unknown as Kysely<unknown>;
+  return dialect.writeDb as unknown as Kysely<unknown>;
 }

@@ -9,6 +9,8 @@ import type { CatalogueStore } from './store.js';
 export interface StoreOptions {
   /** Most connections a PostgreSQL store keeps open (SQLite uses one). Default 10. */
   readonly poolMax?: number;
+  /** How long a write waits for another writer's lock before it gives up, in milliseconds (default 3,000). */
+  readonly writeWaitMs?: number;
   /** Bring the schema up to date (the default), or only check that it is. */
   readonly migrate?: boolean;
   /**
@@ -33,28 +35,18 @@ export async function openStore(location: DatabaseLocation, options: StoreOption
     // Migrating may outlast a request's time limits, or wait that long for another instance that
     // migrates, so it runs on connections of its own; the store's connections keep their limits.
     await migrateStore(location);
-    const store = new KyselyCatalogueStore(openDialect(location, options, 'serve'));
-    try {
-      await store.foldPendingNames();
-    } catch (error) {
-      await store.close().catch(() => undefined);
-      throw error;
-    }
-    return store;
+    return new KyselyCatalogueStore(openDialect(location, options, 'serve'));
   }
-  // One connection for both on SQLite: a `:memory:` database exists only on the connection that made it.
+  // On SQLite over the store's own connections: a `:memory:` database exists only on the connection that made it.
   const dialect = openDialect(location, options, 'serve');
-  const store = new KyselyCatalogueStore(dialect);
   try {
     if (migrate) await migrateToLatest(dialect);
     else await assertSchemaCurrent(dialect);
-    // Names bulk-loaded with plain SQL are folded now rather than by the first search.
-    await store.foldPendingNames();
   } catch (error) {
-    await store.close().catch(() => undefined);
+    await dialect.close().catch(() => undefined);
     throw error;
   }
-  return store;
+  return new KyselyCatalogueStore(dialect);
 }
 
 /** Runs the migrations alone, for `npm run migrate` and before a PostgreSQL store opens. */
@@ -72,6 +64,7 @@ const MIGRATION_POOL_MAX = 2;
 
 /** The database at `location` as the store's dialect, set up to serve requests or to migrate. */
 export function openDialect(location: DatabaseLocation, options: StoreOptions, purpose: 'serve' | 'migrate'): StoreDialect {
-  if (location.kind === 'sqlite') return openSqlite(location.path, { fastPaths: options.sqliteFastPaths ?? true });
-  return openPostgres(location.url, { poolMax: options.poolMax ?? DEFAULT_POOL_MAX, purpose });
+  const { writeWaitMs } = options;
+  if (location.kind === 'sqlite') return openSqlite(location.path, { fastPaths: options.sqliteFastPaths ?? true, writeWaitMs });
+  return openPostgres(location.url, { poolMax: options.poolMax ?? DEFAULT_POOL_MAX, purpose, writeWaitMs });
 }

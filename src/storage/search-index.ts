@@ -2,34 +2,33 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { TRIGRAM_LENGTH, foldForSearch, type ProductFilter } from '../catalogue/search.js';
 import type { DialectSearch, FilterSource } from './dialect.js';
 
-/** Names folded per statement when copies are missing. */
-const FOLD_BATCH = 1_000;
+/** Names folded per transaction when copies are missing: a short hold of the write lock each. */
+export const FOLD_BATCH = 2_000;
 
 /**
- * Writes the folded copy of every name that has none (rows written by plain SQL, or whose name plain
- * SQL changed), in batches. A row whose name changes meanwhile keeps its cleared copy for the next call.
+ * Writes the folded copy of up to FOLD_BATCH names that have none (rows written by plain SQL, or
+ * whose name plain SQL changed), in one transaction. A row whose name changes meanwhile keeps its
+ * cleared copy for the next call.
  *
- * @returns how many rows were folded.
+ * @returns how many rows were folded: fewer than FOLD_BATCH when none are left.
  */
-export async function foldPendingNames(db: Kysely<unknown>, dialect: DialectSearch): Promise<number> {
-  if ((await pendingNames(db, dialect, 1)).length === 0) return 0;
-  // One transaction for all of them: SQLite's FTS5 then merges its index once, not once per batch.
+export async function foldNameBatch(db: Kysely<unknown>, dialect: DialectSearch): Promise<number> {
   return db.transaction().execute(async (trx) => {
-    let folded = 0;
-    for (;;) {
-      const rows = await pendingNames(trx, dialect, FOLD_BATCH);
-      if (rows.length === 0) return folded;
-      const values = rows.map((row) => dialect.foldedRow(row.pk, row.name, foldForSearch(row.name)));
-      await sql`
-        UPDATE product SET name_folded = f.folded
-        FROM (SELECT column1 AS pk, column2 AS name, column3 AS folded FROM (VALUES ${sql.join(values)}) AS v) AS f
-        WHERE product.pk = f.pk AND product.name = f.name AND product.name_folded IS NULL
-          AND product.pk IN (${sql.join(rows.map((row) => dialect.pkParameter(row.pk)))})`.execute(trx);
-      folded += rows.length;
-      // Rows whose name changed between the read and the write stay unfolded: the next call folds them.
-      if (rows.length < FOLD_BATCH) return folded;
-    }
+    const rows = await pendingNames(trx, dialect, FOLD_BATCH);
+    if (rows.length === 0) return 0;
+    const values = rows.map((row) => dialect.foldedRow(row.pk, row.name, foldForSearch(row.name)));
+    await sql`
+      UPDATE product SET name_folded = f.folded
+      FROM (SELECT column1 AS pk, column2 AS name, column3 AS folded FROM (VALUES ${sql.join(values)}) AS v) AS f
+      WHERE product.pk = f.pk AND product.name = f.name AND product.name_folded IS NULL
+        AND product.pk IN (${sql.join(rows.map((row) => dialect.pkParameter(row.pk)))})`.execute(trx);
+    return rows.length;
   });
+}
+
+/** How many names have no folded copy, counted up to `atMost` (a walk of the partial index of them). */
+export async function countPendingNames(db: Kysely<unknown>, dialect: DialectSearch, atMost: number): Promise<number> {
+  return (await pendingNames(db, dialect, atMost)).length;
 }
 
 /** Up to `limit` rows without a folded copy. */

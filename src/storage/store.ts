@@ -1,10 +1,18 @@
 import type { NewProduct, Product } from '../catalogue/product.js';
 import type { ProductFilter } from '../catalogue/search.js';
+import type { WriteWaits } from './dialect.js';
+
+export type { WriteWaits } from './dialect.js';
 
 /** The catalogue's size and its revision: a number every write to the catalogue increases. */
 export interface CatalogueSummary {
   readonly count: number;
   readonly revision: number;
+}
+
+/** The summary with the catalogue's version: that of the last change to any product. */
+export interface CatalogueState extends CatalogueSummary {
+  readonly version: number;
 }
 
 /** A page of products with the count and revision of the very snapshot it was read from. */
@@ -32,7 +40,7 @@ export interface CatalogueStore {
    * The count and revision, read together from counters the writes keep (never a table scan). Every instance sharing the database sees the revision
    * change after any write, so it can key caches and ETags.
    */
-  describeCatalogue(): Promise<CatalogueSummary>;
+  describeCatalogue(): Promise<CatalogueState>;
 
   /**
    * A number that stays the same only while the catalogue does, as far as this instance can tell: it
@@ -85,31 +93,84 @@ export interface CatalogueStore {
   existingBarcodes(barcodes: readonly string[]): Promise<Set<string>>;
 
   /**
-   * Stores every product of every batch in one transaction: all or nothing.
+   * Stores every product of every batch: all or nothing. Written in short steps (the write lock is
+   * never held for long), which readers see land one by one; on failure the steps done are undone.
    * @returns how many products were stored.
    * @throws DuplicateBarcodeError when a barcode is taken; nothing is stored then.
+   *   BulkWriteRunningError when another bulk write is under way.
    */
-  insertProducts(batches: AsyncIterable<readonly NewProduct[]>): Promise<number>;
+  insertProducts(batches: AsyncIterable<readonly NewProduct[]>, options?: BulkOptions): Promise<number>;
 
   /**
-   * Brings the catalogue in line with a price list, in one transaction: all or nothing. A product
-   * whose barcode is already stored takes the list's name and price and keeps its `pk`; the others
-   * are added, in list order, each drawing a `pk` only when it is stored. A product already as
-   * listed is not written at all, so the catalogue's revision moves only when something changed.
-   * Each barcode must appear at most once across the batches.
+   * Brings the catalogue in line with a price list: all or nothing, in short steps as
+   * `insertProducts`. A product whose barcode is already stored takes the list's name and price and
+   * keeps its `pk`; the others are added, in list order. A product already as listed is not written
+   * at all, so it gets no new version. Each barcode must appear at most once across the batches.
    * @throws DuplicateBarcodeError when a barcode is added by another writer meanwhile; nothing is
-   *   stored then.
+   *   stored then. BulkWriteRunningError when another bulk write is under way.
    */
-  applyPriceList(batches: AsyncIterable<readonly NewProduct[]>): Promise<PriceListOutcome>;
+  applyPriceList(batches: AsyncIterable<readonly NewProduct[]>, options?: BulkOptions): Promise<PriceListOutcome>;
+
+  /**
+   * Removes the products with these barcodes: all or nothing, in short steps as `insertProducts`.
+   * A removed product's `pk` is never used again; its barcode is free for a new product.
+   * @returns how many products were removed.
+   * @throws UnknownBarcodesError naming barcodes no product has; nothing is removed then.
+   *   BulkWriteRunningError when another bulk write is under way.
+   */
+  removeProducts(batches: AsyncIterable<readonly string[]>, options?: BulkOptions): Promise<number>;
+
+  /**
+   * Undoes bulk writes whose process died (not seen alive for two minutes), so that what they had
+   * written does not stay. Called by a running service now and then, and before every bulk write.
+   * @returns how many were undone.
+   */
+  undoAbandonedBulkWrites(): Promise<number>;
+
+  /**
+   * The changes to products with a version above `since`, oldest first, at most `limit` of them, with
+   * the catalogue's version, all from one snapshot. A change carries the product as it is now, or
+   * none when it was removed; with `since` 0 removed products are left out.
+   */
+  readChanges(since: number, limit: number): Promise<ChangePage>;
 
   /** The connection pool's state, or `undefined` for a database without a pool. */
   poolStats(): PoolStats | undefined;
+
+  /**
+   * How this store's writes have waited for another connection's write lock since it opened, or
+   * `undefined` where the database does not tell (PostgreSQL: see pg_locks).
+   */
+  writeWaits(): WriteWaits | undefined;
+
+  /**
+   * Starts folding, in the background, the names written straight into the database without their
+   * folded copy (plain SQL, a bulk load), a batch per transaction. Until they are all folded a search
+   * fails with SearchCatchingUpError (unless only a few are left, which it folds itself).
+   */
+  foldInBackground(): void;
 
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
 
   /** Releases every connection. The store is unusable afterwards. */
   close(): Promise<void>;
+}
+
+/** A product's last change: its version, and the product as it is now (`undefined`: removed). */
+export interface Change {
+  readonly version: number;
+  readonly pk: number;
+  readonly product: Product | undefined;
+}
+
+/** A page of the change feed. */
+export interface ChangePage {
+  /** The catalogue's version in the snapshot the changes were read from. */
+  readonly version: number;
+  readonly changes: readonly Change[];
+  /** Whether changes after the last one were left out for the limit. */
+  readonly more: boolean;
 }
 
 /** What an idempotency key remembers: which request it was, by a digest of its content. */
@@ -122,7 +183,19 @@ export interface IdempotencyRecord {
 /** A product created under an idempotency key. */
 export interface KeyedCreation {
   readonly fingerprint: string;
-  readonly product: Product;
+  readonly pk: number;
+  /** The product as it is now; `undefined` when it has been removed since. */
+  readonly product: Product | undefined;
+}
+
+/** What a caller of a bulk write is told as it goes. */
+export interface BulkOptions {
+  /** It failed after `steps` steps, which are being undone now. */
+  onUndo?(done: { readonly steps: number }): void;
+  /** Done or undone: how many steps it had, and the longest any of them held the write lock. */
+  onFinished?(holds: { readonly longestMs: number; readonly steps: number }): void;
+  /** Undone, except these removed products: another product took their barcode meanwhile. */
+  onNotRestored?(barcodes: readonly string[]): void;
 }
 
 /** What applying a price list did, by product. */

@@ -1,6 +1,7 @@
 import {
   Kysely,
   PostgresDialect,
+  sql,
   type PostgresCursor,
   type PostgresPool,
   type PostgresPoolClient,
@@ -29,12 +30,20 @@ const QUERY_TIME_LIMITS = {
   query_timeout: 6_000,
 } as const;
 
+/** How long a statement waits for a lock, unless told. */
+const DEFAULT_WRITE_WAIT_MS = 3_000;
+
 /** Idle connections are closed after this long, so a quiet instance holds few server slots. */
 const IDLE_TIMEOUT_MS = 30_000;
 
 export interface PostgresOptions {
   /** Most connections open at once. */
   readonly poolMax: number;
+  /**
+   * To serve: how long a statement may wait for a lock (the catalogue's write lock, a row another
+   * writer holds) before it gives up, in milliseconds.
+   */
+  readonly writeWaitMs?: number;
   /**
    * To serve requests: each query bounded in time, creates grouped into one statement, and other
    * instances' changes heard by LISTEN. To migrate: none of these (a migration may outlast any time
@@ -49,7 +58,7 @@ export interface PostgresOptions {
  *
  * @example const dialect = openPostgres('postgres://catalogue@127.0.0.1:5432/catalogue', { poolMax: 10, purpose: 'serve' });
  */
-export function openPostgres(url: string, { poolMax, purpose }: PostgresOptions): StoreDialect {
+export function openPostgres(url: string, { poolMax, purpose, writeWaitMs = DEFAULT_WRITE_WAIT_MS }: PostgresOptions): StoreDialect {
   const serve = purpose === 'serve';
   const pool = new Pool({
     connectionString: url,
@@ -58,7 +67,8 @@ export function openPostgres(url: string, { poolMax, purpose }: PostgresOptions)
     idleTimeoutMillis: IDLE_TIMEOUT_MS,
     keepAlive: true,
     application_name: 'catalogue',
-    ...(serve ? QUERY_TIME_LIMITS : {}),
+    // A lock wait must end before the statement's own limit does, so that it is told apart as a busy catalogue.
+    ...(serve ? { ...QUERY_TIME_LIMITS, statement_timeout: Math.max(QUERY_TIME_LIMITS.statement_timeout, writeWaitMs + 2_000), lock_timeout: writeWaitMs } : {}),
   });
   // An idle connection that breaks (server restart, network cut) is dropped by the pool; without a
   // listener its error event would end the process. Requests in flight get their own error.
@@ -69,7 +79,8 @@ export function openPostgres(url: string, { poolMax, purpose }: PostgresOptions)
   // end the process. The next query on that client fails, and the request gets a 503.
   pool.on('connect', (client) => client.on('error', () => undefined));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: discardingFailedClients(pool) }) });
-  const common = { db, errors: postgresErrors, migrations: postgresMigrations, search: postgresSearch };
+  // The pk is an identity GENERATED ALWAYS: a row with its own pk must say so.
+  const common = { db, writeDb: db, errors: postgresErrors, migrations: postgresMigrations, search: postgresSearch, givenPk: sql`OVERRIDING SYSTEM VALUE` };
   if (!serve) return { ...common, close: () => db.destroy() };
   const groups = new PostgresGroupInsert(db);
   const listener = new PostgresChangeListener(url);
@@ -138,7 +149,6 @@ const UNAVAILABLE_SQLSTATES = new Set([
   '57P01', // admin_shutdown
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now (starting up, in recovery)
-  '57014', // query_canceled: statement_timeout fired
   '53300', // too_many_connections
 ]);
 
@@ -167,6 +177,10 @@ const DRIVER_MESSAGES = [
 export const postgresErrors: DialectErrors = {
   isUniqueViolation: (error) => errorCode(error) === '23505',
   isConnectionFailure,
+  // lock_timeout fired.
+  isBusy: (error) => errorCode(error) === '55P03',
+  // statement_timeout fired (or an operator cancelled the statement).
+  isTimeout: (error) => errorCode(error) === '57014',
 };
 
 function isConnectionFailure(error: unknown): boolean {

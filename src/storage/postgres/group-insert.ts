@@ -1,8 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { DuplicateBarcodeError } from '../../catalogue/errors.js';
 import type { NewProduct } from '../../catalogue/product.js';
-import { foldForSearch } from '../../catalogue/search.js';
-import type { ProductRow } from '../dialect.js';
+import { newProductRow, PRODUCT_SELECT, type ProductRow } from '../product-row.js';
 import type { Database } from '../schema.js';
 
 interface Waiting {
@@ -50,11 +49,12 @@ export class PostgresGroupInsert {
     this.#waiting = [];
     this.#inFlight = true;
     try {
+      const input = group.map((waiting) => newProductRow(waiting.product));
       const { rows } = await sql<ProductRow>`
         WITH input AS (
           SELECT name, name_folded, barcode, price_cents, ord
-          FROM unnest(${group.map((w) => w.product.name)}::text[], ${group.map((w) => foldForSearch(w.product.name))}::text[],
-                      ${group.map((w) => w.product.barcode)}::text[], ${group.map((w) => w.product.priceCents)}::bigint[])
+          FROM unnest(${input.map((row) => row.name)}::text[], ${input.map((row) => row.name_folded)}::text[],
+                      ${input.map((row) => row.barcode)}::text[], ${input.map((row) => row.price_cents)}::bigint[])
                WITH ORDINALITY AS t(name, name_folded, barcode, price_cents, ord)
         ), fresh AS (
           SELECT DISTINCT ON (barcode) name, name_folded, barcode, price_cents, ord FROM input
@@ -65,7 +65,7 @@ export class PostgresGroupInsert {
         INSERT INTO product (name, name_folded, barcode, price_cents)
         SELECT name, name_folded, barcode, price_cents FROM fresh ORDER BY ord
         ON CONFLICT (barcode) DO NOTHING
-        RETURNING pk, name, barcode, price_cents`.execute(this.#db);
+        RETURNING ${PRODUCT_SELECT}`.execute(this.#db);
       const stored = new Map(rows.map((row) => [row.barcode, row]));
       for (const waiting of group) {
         const row = stored.get(waiting.product.barcode);

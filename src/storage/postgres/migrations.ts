@@ -50,6 +50,9 @@ export const postgresMigrations: DialectMigrations = {
     up: (db) => run(db, [`ALTER TABLE product ADD CONSTRAINT product_price_limit CHECK (price_cents <= ${MAX_PRICE_CENTS})`]),
     down: (db) => run(db, ['ALTER TABLE product DROP CONSTRAINT IF EXISTS product_price_limit']),
   },
+  changeFeed: {
+    up: (db) => run(db, CHANGE_FEED),
+  },
   // Kysely looks for its bookkeeping tables in every schema unless told which one; another schema's
   // tables in the same database would then pass for this one's.
   migrationTableSchema: currentSchema,
@@ -74,6 +77,123 @@ function onEveryChange(fn: string, each: 'ROW' | 'STATEMENT', [trigger, truncate
     down: (db) => run(db, [`DROP TRIGGER IF EXISTS ${trigger} ON product`, `DROP TRIGGER IF EXISTS ${truncateTrigger} ON product`, `DROP FUNCTION IF EXISTS ${fn}()`]),
   };
 }
+
+/** The first key of the catalogue's advisory locks ("cata"); the second is its state table's oid. */
+const WRITE_LOCK_NAMESPACE = 0x63617461;
+
+/**
+ * Versions in commit order, and the count and revision, with bookkeeping once per statement (from its
+ * transition tables), never once per row: updating one shared row for every product row made bulk
+ * writes cost the square of their rows (each update walked the row's earlier versions of the same
+ * transaction). Every statement that writes products takes the catalogue's write lock first (a
+ * transaction-level advisory lock, one per schema) and keeps it until its transaction ends, after the
+ * commit is visible: versions are drawn only under it, so a transaction that commits later always has
+ * higher versions, and a reader that has seen a version never misses a lower one. The functions keep
+ * the schema they were created in (SET search_path), so that SQL run with another search_path still
+ * writes this catalogue's tables.
+ */
+const CHANGE_FEED = [
+  'DROP TRIGGER IF EXISTS product_state_row ON product',
+  'DROP TRIGGER IF EXISTS product_state_truncate ON product',
+  'DROP FUNCTION IF EXISTS catalogue_state_bump()',
+  `CREATE FUNCTION catalogue_write_lock() RETURNS void LANGUAGE sql SET search_path FROM CURRENT AS $$
+     SELECT pg_advisory_xact_lock(${WRITE_LOCK_NAMESPACE}, 'catalogue_state'::regclass::oid::int)
+   $$`,
+  `CREATE FUNCTION catalogue_statement_lock() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+   BEGIN
+     PERFORM catalogue_write_lock();
+     RETURN NULL;
+   END $$`,
+  // Before any row is written, so that a statement never holds a product's row lock while it waits
+  // for the catalogue's (two writers would then wait for each other). Folding a name (name_folded) is
+  // no change to the product and takes no lock.
+  `CREATE TRIGGER product_write_lock BEFORE INSERT OR UPDATE OF name, barcode, price_cents OR DELETE OR TRUNCATE ON product
+     FOR EACH STATEMENT EXECUTE FUNCTION catalogue_statement_lock()`,
+  `CREATE FUNCTION catalogue_rows_inserted() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+   DECLARE
+     last_version bigint;
+     n bigint;
+   BEGIN
+     PERFORM catalogue_write_lock();
+     SELECT version INTO last_version FROM catalogue_state WHERE id = 0;
+     INSERT INTO catalogue_change (pk, version)
+       SELECT pk, last_version + row_number() OVER (ORDER BY pk) FROM new_rows
+       ON CONFLICT (pk) DO UPDATE SET version = excluded.version;
+     GET DIAGNOSTICS n = ROW_COUNT;
+     IF n > 0 THEN
+       UPDATE catalogue_state SET product_count = product_count + n, revision = revision + 1, version = last_version + n WHERE id = 0;
+     END IF;
+     RETURN NULL;
+   END $$`,
+  `CREATE TRIGGER product_rows_inserted AFTER INSERT ON product REFERENCING NEW TABLE AS new_rows
+     FOR EACH STATEMENT EXECUTE FUNCTION catalogue_rows_inserted()`,
+  // An UPDATE counts only the rows whose name, barcode or price it changed (not a folded copy).
+  `CREATE FUNCTION catalogue_rows_updated() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+   DECLARE
+     last_version bigint;
+     n bigint;
+   BEGIN
+     IF NOT EXISTS (SELECT 1 FROM new_rows JOIN old_rows USING (pk)
+                    WHERE (new_rows.name, new_rows.barcode, new_rows.price_cents) IS DISTINCT FROM (old_rows.name, old_rows.barcode, old_rows.price_cents)) THEN
+       RETURN NULL;
+     END IF;
+     PERFORM catalogue_write_lock();
+     SELECT version INTO last_version FROM catalogue_state WHERE id = 0;
+     INSERT INTO catalogue_change (pk, version)
+       SELECT new_rows.pk, last_version + row_number() OVER (ORDER BY new_rows.pk) FROM new_rows JOIN old_rows USING (pk)
+       WHERE (new_rows.name, new_rows.barcode, new_rows.price_cents) IS DISTINCT FROM (old_rows.name, old_rows.barcode, old_rows.price_cents)
+       ON CONFLICT (pk) DO UPDATE SET version = excluded.version;
+     GET DIAGNOSTICS n = ROW_COUNT;
+     UPDATE catalogue_state SET revision = revision + 1, version = last_version + n WHERE id = 0;
+     RETURN NULL;
+   END $$`,
+  `CREATE TRIGGER product_rows_updated AFTER UPDATE ON product REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+     FOR EACH STATEMENT EXECUTE FUNCTION catalogue_rows_updated()`,
+  // A removed product keeps its row in catalogue_change, with the version of its removal.
+  `CREATE FUNCTION catalogue_rows_deleted() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+   DECLARE
+     last_version bigint;
+     n bigint;
+   BEGIN
+     PERFORM catalogue_write_lock();
+     SELECT version INTO last_version FROM catalogue_state WHERE id = 0;
+     INSERT INTO catalogue_change (pk, version)
+       SELECT pk, last_version + row_number() OVER (ORDER BY pk) FROM old_rows
+       ON CONFLICT (pk) DO UPDATE SET version = excluded.version;
+     GET DIAGNOSTICS n = ROW_COUNT;
+     IF n > 0 THEN
+       UPDATE catalogue_state SET product_count = product_count - n, revision = revision + 1, version = last_version + n WHERE id = 0;
+     END IF;
+     RETURN NULL;
+   END $$`,
+  `CREATE TRIGGER product_rows_deleted AFTER DELETE ON product REFERENCING OLD TABLE AS old_rows
+     FOR EACH STATEMENT EXECUTE FUNCTION catalogue_rows_deleted()`,
+  // TRUNCATE has no transition table: every product is removed, read before it goes.
+  `CREATE FUNCTION catalogue_truncating() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+   DECLARE
+     last_version bigint;
+     n bigint;
+   BEGIN
+     PERFORM catalogue_write_lock();
+     SELECT version INTO last_version FROM catalogue_state WHERE id = 0;
+     INSERT INTO catalogue_change (pk, version)
+       SELECT pk, last_version + row_number() OVER (ORDER BY pk) FROM product
+       ON CONFLICT (pk) DO UPDATE SET version = excluded.version;
+     GET DIAGNOSTICS n = ROW_COUNT;
+     UPDATE catalogue_state SET product_count = 0, revision = revision + 1, version = last_version + n WHERE id = 0;
+     RETURN NULL;
+   END $$`,
+  `CREATE TRIGGER product_truncating BEFORE TRUNCATE ON product FOR EACH STATEMENT EXECUTE FUNCTION catalogue_truncating()`,
+  // Its name was made by the database (0003): found, not assumed.
+  `DO $$
+   DECLARE
+     foreign_key text;
+   BEGIN
+     FOR foreign_key IN SELECT conname FROM pg_constraint WHERE conrelid = 'idempotency_key'::regclass AND contype = 'f' LOOP
+       EXECUTE format('ALTER TABLE idempotency_key DROP CONSTRAINT %I', foreign_key);
+     END LOOP;
+   END $$`,
+];
 
 const SEARCH = [
   `CREATE FUNCTION product_name_changed() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -1,13 +1,16 @@
 import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { Kysely, SqliteDialect } from 'kysely';
+import { Kysely, sql } from 'kysely';
 import type { Database } from '../schema.js';
-import type { ChangeSignal, DialectErrors, DialectFastPaths, ProductRow, StateRow, StoreDialect } from '../dialect.js';
+import type { ChangeSignal, DialectErrors, DialectFastPaths, StateRow, StoreDialect } from '../dialect.js';
+import { STATE_ROW } from '../catalogue-state.js';
+import { PRODUCT_COLUMNS, type ProductRow } from '../product-row.js';
 import { openSqliteConnection, type SqliteConnection, type SqliteStatement } from './driver.js';
 import { GroupInsert } from './group-insert.js';
 import { sqliteMigrations } from './migrations.js';
 import { sqliteSearch } from './search.js';
 import { withStatementCache } from './statement-cache.js';
+import { LockWaitingSqliteDialect, SqliteWriteLock } from './write-lock.js';
 
 /** Every pragma the service relies on, in one place. */
 const PRAGMAS = [
@@ -15,10 +18,14 @@ const PRAGMAS = [
   'journal_mode = WAL',
   // A 201 is sent only after the commit is on disk.
   'synchronous = FULL',
-  // Wait for another process's write lock instead of failing at once.
-  'busy_timeout = 5000',
+  // Never wait for another process's lock inside SQLite: its busy handler sleeps in the calling thread,
+  // which is the event loop. Writes wait on timers instead (write-lock.ts).
+  'busy_timeout = 0',
   'foreign_keys = ON',
 ];
+
+/** How long a write waits for another process's write lock, unless told. */
+const DEFAULT_WRITE_WAIT_MS = 3_000;
 
 export interface SqliteOptions {
   /**
@@ -27,30 +34,48 @@ export interface SqliteOptions {
    * to keep the shared queries tested outside transactions too.
    */
   readonly fastPaths?: boolean;
+  /** How long a write may wait for another process's write lock before it gives up, in milliseconds. */
+  readonly writeWaitMs?: number;
 }
 
 /**
  * Opens (creating when missing, folder included) the SQLite database at `path`, or an in-memory one
- * for `:memory:`, with the service's pragmas applied, as the store's dialect. Kysely reuses prepared
- * statements on the one connection, and so do the fast paths.
+ * for `:memory:`, with the service's pragmas applied, as the store's dialect: one connection reads,
+ * another writes (one for both in memory, where no other process can hold the lock). Kysely reuses
+ * prepared statements on each connection, and so do the fast paths.
  */
-export function openSqlite(path: string, { fastPaths = true }: SqliteOptions = {}): StoreDialect {
+export function openSqlite(path: string, { fastPaths = true, writeWaitMs = DEFAULT_WRITE_WAIT_MS }: SqliteOptions = {}): StoreDialect {
   if (path !== ':memory:') {
     makeFolders(dirname(path));
     assertWritable(path);
   }
-  const database = openSqliteConnection(path);
-  for (const pragma of PRAGMAS) database.exec(`PRAGMA ${pragma}`);
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
+  const reader = openConnection(path);
+  // A `:memory:` database exists only on the connection that made it.
+  const writer = path === ':memory:' ? reader : openConnection(path);
+  const lock = new SqliteWriteLock(writer, writeWaitMs, sqliteErrors.isBusy);
+  const writeDb = new Kysely<Database>({ dialect: new LockWaitingSqliteDialect({ database: withStatementCache(writer) }, writer, lock) });
+  const db = writer === reader ? writeDb : new Kysely<Database>({ dialect: new LockWaitingSqliteDialect({ database: withStatementCache(reader) }, reader, lock) });
   return {
     db,
+    writeDb,
     errors: sqliteErrors,
     migrations: sqliteMigrations,
     search: sqliteSearch,
-    changes: dataVersionSignal(database),
-    ...(fastPaths ? { fastPaths: directStatements(database) } : {}),
-    close: () => db.destroy(),
+    givenPk: sql``,
+    changes: dataVersionSignal(reader),
+    ...(fastPaths ? { fastPaths: directStatements(reader, writer, lock) } : {}),
+    writeWaits: () => lock.stats(),
+    close: async () => {
+      await db.destroy();
+      if (writeDb !== db) await writeDb.destroy();
+    },
   };
+}
+
+function openConnection(path: string): SqliteConnection {
+  const connection = openSqliteConnection(path);
+  for (const pragma of PRAGMAS) connection.exec(`PRAGMA ${pragma}`);
+  return connection;
 }
 
 /**
@@ -72,26 +97,26 @@ function dataVersionSignal(database: SqliteConnection): ChangeSignal {
   return { current: () => (seenVersion ??= readVersionOncePerTurn()) };
 }
 
-/** Group-commit inserts and reads straight from prepared statements, over the store's connection. */
-function directStatements(database: SqliteConnection): DialectFastPaths {
+/** Group-commit inserts on the writing connection, and reads straight from prepared statements on the reading one. */
+function directStatements(reader: SqliteConnection, writer: SqliteConnection, lock: SqliteWriteLock): DialectFastPaths {
   // Prepared on first use, once the migrations have created the tables.
   let prepared: { groupInsert: GroupInsert; find: SqliteStatement<[number], ProductRow>; state: SqliteStatement<[], StateRow> } | undefined;
   const statements = () =>
     (prepared ??= {
-      groupInsert: new GroupInsert(database),
-      find: database.prepare<[number], ProductRow>('SELECT pk, name, barcode, price_cents FROM product WHERE pk = ?'),
-      // SQLite's triggers keep everything in slot 0 (one writer at a time), so one row is the sum.
-      state: database.prepare<[], StateRow>('SELECT product_count, revision FROM catalogue_state WHERE id = 0'),
+      groupInsert: new GroupInsert(writer, lock),
+      find: reader.prepare<[number], ProductRow>(`SELECT ${PRODUCT_COLUMNS.join(', ')} FROM product WHERE pk = ?`),
+      state: reader.prepare<[], StateRow>(STATE_ROW),
     });
   return {
     insertProduct: (product) => statements().groupInsert.insert(product),
-    // While a Kysely transaction is open on this connection, a direct read would see its uncommitted
-    // rows; the store then takes Kysely's path, which waits for the transaction to end.
+    // While a transaction is open on the reading connection (in memory, where it is the writing one
+    // too), a direct read would see its uncommitted rows; the store then takes Kysely's path, which
+    // waits for the transaction to end.
     get findProduct() {
-      return database.inTransaction ? undefined : (pk: number) => statements().find.get(pk);
+      return reader.inTransaction ? undefined : (pk: number) => statements().find.get(pk);
     },
     get readState() {
-      return database.inTransaction ? undefined : () => statements().state.get();
+      return reader.inTransaction ? undefined : () => statements().state.get();
     },
   };
 }
@@ -127,9 +152,16 @@ function assertWritable(path: string): void {
 export const sqliteErrors: DialectErrors = {
   // better-sqlite3 names the extended result code; node:sqlite gives its number.
   isUniqueViolation: (error) => field(error, 'code') === 'SQLITE_CONSTRAINT_UNIQUE' || field(error, 'errcode') === SQLITE_CONSTRAINT_UNIQUE,
-  // An embedded database is never "unreachable"; a busy or broken file is a real error.
+  // An embedded database is never "unreachable"; a broken file is a real error.
   isConnectionFailure: () => false,
+  // SQLITE_BUSY and its extended codes (the primary code is the low byte).
+  isBusy: (error) => String(field(error, 'code')).startsWith('SQLITE_BUSY') || (Number(field(error, 'errcode')) & 0xff) === SQLITE_BUSY,
+  // SQLite statements have no time limit.
+  isTimeout: () => false,
 };
+
+/** SQLite's result code for a database locked by another connection. */
+const SQLITE_BUSY = 5;
 
 /** SQLite's extended result code for a UNIQUE constraint failure. */
 const SQLITE_CONSTRAINT_UNIQUE = 2067;

@@ -29,6 +29,9 @@ export const sqliteMigrations: DialectMigrations = {
       BEGIN SELECT RAISE(ABORT, 'CHECK constraint failed: price_cents is whole cents <= ${MAX_PRICE_CENTS}'); END`)),
     down: (db) => run(db, PRICE_LIMIT_TRIGGERS.map((name) => `DROP TRIGGER IF EXISTS ${name}`)),
   },
+  changeFeed: {
+    up: (db) => run(db, CHANGE_FEED),
+  },
   // One database per file: Kysely's tables are in it.
   migrationTableSchema: async () => undefined,
 };
@@ -70,4 +73,47 @@ const SEARCH = [
      WHEN new.name IS NOT old.name AND new.name_folded IS old.name_folded AND new.name_folded IS NOT NULL BEGIN
      UPDATE product SET name_folded = NULL WHERE pk = new.pk;
    END`,
+];
+
+/** A change's version: the state's, raised just before by the same trigger. */
+const NEXT_VERSION = '(SELECT version FROM catalogue_state WHERE id = 0)';
+
+/** Records `pk`'s change with the version just drawn; a removed product's row stays, with its removal's version. */
+const recordChange = (pk: string) =>
+  `INSERT INTO catalogue_change (pk, version) VALUES (${pk}, ${NEXT_VERSION}) ON CONFLICT (pk) DO UPDATE SET version = excluded.version;`;
+
+/**
+ * 0002's triggers again, now also drawing versions. SQLite has one writer at a time, so versions
+ * drawn row by row come out in commit order. Every update still raises the revision (a folded copy
+ * written too, which changes what a search finds); only a changed name, barcode or price (or pk) is a
+ * change with a version. The idempotency records are copied into a table without the foreign key.
+ */
+const CHANGE_FEED = [
+  ...['product_state_insert', 'product_state_update', 'product_state_delete'].map((name) => `DROP TRIGGER IF EXISTS ${name}`),
+  `CREATE TRIGGER product_state_insert AFTER INSERT ON product BEGIN
+     UPDATE catalogue_state SET product_count = product_count + 1, revision = revision + 1, version = version + 1 WHERE id = 0;
+     ${recordChange('new.pk')}
+   END`,
+  `CREATE TRIGGER product_state_update AFTER UPDATE ON product BEGIN
+     UPDATE catalogue_state SET revision = revision + 1 WHERE id = 0;
+   END`,
+  `CREATE TRIGGER product_version_update AFTER UPDATE OF pk, name, barcode, price_cents ON product
+     WHEN new.pk IS NOT old.pk OR new.name IS NOT old.name OR new.barcode IS NOT old.barcode OR new.price_cents IS NOT old.price_cents BEGIN
+     UPDATE catalogue_state SET version = version + 1 WHERE id = 0;
+     ${recordChange('new.pk')}
+   END`,
+  // A pk changed by plain SQL: the old one is gone.
+  `CREATE TRIGGER product_pk_update AFTER UPDATE OF pk ON product WHEN new.pk IS NOT old.pk BEGIN
+     UPDATE catalogue_state SET version = version + 1 WHERE id = 0;
+     ${recordChange('old.pk')}
+   END`,
+  `CREATE TRIGGER product_state_delete AFTER DELETE ON product BEGIN
+     UPDATE catalogue_state SET product_count = product_count - 1, revision = revision + 1, version = version + 1 WHERE id = 0;
+     ${recordChange('old.pk')}
+   END`,
+  `CREATE TABLE idempotency_key_unlinked (key text PRIMARY KEY, fingerprint text NOT NULL, product_pk integer NOT NULL, created_at bigint NOT NULL)`,
+  `INSERT INTO idempotency_key_unlinked (key, fingerprint, product_pk, created_at) SELECT key, fingerprint, product_pk, created_at FROM idempotency_key`,
+  'DROP TABLE idempotency_key',
+  'ALTER TABLE idempotency_key_unlinked RENAME TO idempotency_key',
+  'CREATE INDEX idempotency_key_created_at ON idempotency_key (created_at)',
 ];

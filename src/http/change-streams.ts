@@ -1,0 +1,239 @@
+import { PassThrough } from 'node:stream';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { CatalogueStore, Change } from '../storage/store.js';
+import { changeWire } from './wire.js';
+
+/** Changes read per query, while a stream catches up and while new ones are passed on. */
+const CHANGES_PER_READ = 1_000;
+
+/** How often the streams' source looks for new changes (a cheap check: no query while nothing changed). */
+const POLL_MS = 50;
+
+/** A comment line this often keeps proxies and load balancers from closing a quiet stream. */
+const HEARTBEAT_MS = 15_000;
+
+/**
+ * Bytes an answer may hold unsent for a client that reads slowly. Past it, while caught up, the client
+ * is disconnected (it resumes with Last-Event-ID); while catching up, the stream waits for it to read.
+ */
+const UNSENT_LIMIT_BYTES = 1024 * 1024;
+
+/** While catching up, a client that reads nothing for this long is disconnected. */
+const STALLED_MS = 30_000;
+
+/** After a client ends its side of the connection, the second write that finds out whether it is gone. */
+const PROBE_AFTER_END_MS = 100;
+
+/** The pause EventSource makes before reconnecting, which the stream asks for. */
+const RECONNECT_MS = 2_000;
+
+export interface ChangeStreamsOptions {
+  /** Most streams open at once in this instance. */
+  readonly max: number;
+  /** For tests: how often to send the keep-alive comment. */
+  readonly heartbeatMs?: number;
+}
+
+/** One client following the feed. */
+interface Stream {
+  readonly body: PassThrough;
+  readonly socket: FastifyRequest['socket'];
+  /** The version of the last change it was sent (or it started after). */
+  position: number;
+  live: boolean;
+  closed: boolean;
+}
+
+/**
+ * The live change feed: server-sent events for every change after a starting point, by any writer.
+ * Each stream first catches up on its own (pages of changes from the database, sent as the client
+ * reads them), says `caught-up`, then joins the live streams. One source serves every live stream:
+ * when the catalogue changes (the store's cache generation moves: PostgreSQL's notification, SQLite's
+ * data_version) it reads the new changes once, serializes each once, and writes it to every live
+ * stream that has not had it. A live client that lets more than UNSENT_LIMIT_BYTES pile up is
+ * disconnected rather than buffered without end; it resumes from its Last-Event-ID.
+ */
+export class ChangeStreams {
+  readonly #store: CatalogueStore;
+  /** Most streams open at once. */
+  readonly max: number;
+  readonly #all = new Set<Stream>();
+  readonly #live = new Set<Stream>();
+  /** The version up to which the live source has read changes. */
+  #head = 0;
+  #generation: number | undefined;
+  #reading = false;
+  #poll: NodeJS.Timeout | undefined;
+  readonly #heartbeat: NodeJS.Timeout;
+
+  constructor(store: CatalogueStore, { max, heartbeatMs = HEARTBEAT_MS }: ChangeStreamsOptions) {
+    this.#store = store;
+    this.max = max;
+    this.#heartbeat = setInterval(() => this.#beat(), heartbeatMs);
+    this.#heartbeat.unref();
+  }
+
+  /** Streams open now, catching up or live. */
+  get open(): number {
+    return this.#all.size;
+  }
+
+  /** Whether another stream may open. */
+  get full(): boolean {
+    return this.#all.size >= this.max;
+  }
+
+  /**
+   * Answers `request` with the stream of every change after version `since`, until the client goes
+   * away or the service stops.
+   */
+  follow(request: FastifyRequest, reply: FastifyReply, since: number): FastifyReply {
+    const body = new PassThrough();
+    const stream: Stream = { body, socket: request.socket, position: since, live: false, closed: false };
+    this.#all.add(stream);
+    const close = (): void => {
+      if (stream.closed) return;
+      stream.closed = true;
+      this.#all.delete(stream);
+      this.#live.delete(stream);
+      if (this.#live.size === 0) this.#stopPolling();
+    };
+    // The answer closes when it ends or its connection goes (a request's own 'close' says only that it was read).
+    reply.raw.once('close', close);
+    // A client that goes away sends its end of the connection, which the server keeps open for answers
+    // still owed (a half-closed client may still be reading). Writing tells: a client that is gone
+    // answers the bytes with a reset, which closes the connection; one still reading takes them.
+    request.socket.once('end', () => {
+      write(stream, ': ping\n\n');
+      setTimeout(() => write(stream, ': ping\n\n'), PROBE_AFTER_END_MS).unref();
+    });
+    body.once('close', close);
+    body.write(`retry: ${RECONNECT_MS}\n\n`);
+    void this.#catchUp(stream).catch(() => this.#disconnect(stream));
+    return reply
+      .code(200)
+      .type('text/event-stream; charset=utf-8')
+      .header('Cache-Control', 'no-store')
+      // Proxies that buffer answers (nginx) would hold every event back.
+      .header('X-Accel-Buffering', 'no')
+      .send(body);
+  }
+
+  /** Ends every stream at once: the service is stopping. Clients reconnect to another instance. */
+  closeAll(): void {
+    clearInterval(this.#heartbeat);
+    this.#stopPolling();
+    for (const stream of this.#all) stream.body.end();
+  }
+
+  /**
+   * Sends the stream every change after its position, a page at a time as the client reads them,
+   * then `caught-up`, and makes it live. The live source may have read further meanwhile: then the
+   * stream catches up again before it joins, so that it misses nothing in between.
+   */
+  async #catchUp(stream: Stream): Promise<void> {
+    for (;;) {
+      const page = await this.#store.readChanges(stream.position, CHANGES_PER_READ);
+      if (stream.closed) return;
+      for (const change of page.changes) write(stream, changeEvent(change));
+      if (page.changes.length > 0) stream.position = page.changes.at(-1)!.version;
+      if (page.more) {
+        await this.#readable(stream);
+        continue;
+      }
+      // Nothing more up to the catalogue's version: a removal left out (from 0) or a change replaced
+      // by a later one leaves no gap a client must fill, so the stream stands at that version.
+      stream.position = Math.max(stream.position, page.version);
+      if (this.#live.size > 0 && stream.position < this.#head) continue;
+      write(stream, `id: ${stream.position}\nevent: caught-up\ndata: ${JSON.stringify({ version: stream.position })}\n\n`);
+      if (this.#live.size === 0) {
+        this.#head = stream.position;
+        this.#generation = undefined;
+      }
+      stream.live = true;
+      this.#live.add(stream);
+      this.#startPolling();
+      return;
+    }
+  }
+
+  /** Resolves once the client has read enough of what was written; disconnects one that stalls. */
+  async #readable(stream: Stream): Promise<void> {
+    if (unsent(stream) < UNSENT_LIMIT_BYTES) return;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('stalled')), STALLED_MS);
+      const check = (): void => {
+        if (stream.closed || unsent(stream) < UNSENT_LIMIT_BYTES / 2) {
+          clearTimeout(timer);
+          stream.socket.off('drain', check);
+          stream.body.off('drain', check);
+          resolve();
+        }
+      };
+      stream.socket.on('drain', check);
+      stream.body.on('drain', check);
+    });
+  }
+
+  #startPolling(): void {
+    this.#poll ??= setInterval(() => void this.#pollChanges(), POLL_MS);
+  }
+
+  #stopPolling(): void {
+    clearInterval(this.#poll);
+    this.#poll = undefined;
+  }
+
+  /** Reads the changes after the live head when the catalogue changed, and sends each to every live stream. */
+  async #pollChanges(): Promise<void> {
+    if (this.#reading) return;
+    this.#reading = true;
+    try {
+      const generation = await this.#store.cacheGeneration();
+      if (generation === this.#generation) return;
+      this.#generation = generation;
+      for (;;) {
+        const page = await this.#store.readChanges(this.#head, CHANGES_PER_READ);
+        for (const change of page.changes) {
+          const event = changeEvent(change);
+          for (const stream of this.#live) {
+            if (change.version <= stream.position) continue;
+            stream.position = change.version;
+            if (unsent(stream) > UNSENT_LIMIT_BYTES) this.#disconnect(stream);
+            else write(stream, event);
+          }
+        }
+        this.#head = Math.max(this.#head, page.changes.at(-1)?.version ?? this.#head);
+        if (!page.more) return;
+      }
+    } catch {
+      // The database is away: the next poll tries again, and the generation is read again.
+      this.#generation = undefined;
+    } finally {
+      this.#reading = false;
+    }
+  }
+
+  #beat(): void {
+    for (const stream of this.#all) write(stream, ': keep-alive\n\n');
+  }
+
+  /** Drops a client that cannot keep up or whose stream failed; it resumes from its Last-Event-ID. */
+  #disconnect(stream: Stream): void {
+    stream.socket.destroy();
+    stream.body.destroy();
+  }
+}
+
+function changeEvent(change: Change): string {
+  return `id: ${change.version}\nevent: change\ndata: ${JSON.stringify(changeWire(change))}\n\n`;
+}
+
+function write(stream: Stream, text: string): void {
+  if (!stream.closed) stream.body.write(text);
+}
+
+/** Bytes written for the client that it has not read yet: in the answer's stream and the socket. */
+function unsent(stream: Stream): number {
+  return stream.body.writableLength + stream.socket.writableLength;
+}

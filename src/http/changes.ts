@@ -1,0 +1,150 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import Type from 'typebox';
+import type { FieldErrors } from '../catalogue/product.js';
+import type { CatalogueStore } from '../storage/store.js';
+import type { ChangeStreams } from './change-streams.js';
+import { sendTagged, serializeOk, tagBody, taggedSize, type TaggedBody } from './conditional.js';
+import { pageLink, wholeNumber } from './pagination.js';
+import { HttpProblem } from './problem.js';
+import { linkBase, requestAddress } from './request-address.js';
+import { resource } from './resource.js';
+import { BUSY_RETRY_AFTER_SECONDS, ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
+import { RevisionCache } from './revision-cache.js';
+import type { ChangePageWire } from './schemas.js';
+import { changeWire } from './wire.js';
+
+/** Changes per answer unless `limit` says otherwise, and the most it may ask for. */
+export const CHANGES_LIMIT = Object.freeze({ default: 1_000, max: 10_000 });
+
+/** Memory for serialized answers of the current generation. */
+const CACHE_BYTES = 32 * 1024 * 1024;
+const CACHE_ENTRIES = 10_000;
+
+export interface ChangesOptions {
+  readonly store: CatalogueStore;
+  /** The instance's open streams, closed by the app when it stops. */
+  readonly streams: ChangeStreams;
+}
+
+/**
+ * The change feed, `GET /api/v2/shop/changes`: every product changed after a version, in version
+ * order, a page at a time; with `Accept: text/event-stream`, the same as server-sent events, then
+ * every new change as it is committed.
+ */
+export async function changes(app: FastifyInstance, { store, streams }: ChangesOptions): Promise<void> {
+  const cache = new RevisionCache<TaggedBody>(CACHE_BYTES, taggedSize, CACHE_ENTRIES);
+
+  resource(app, '/api/v2/shop/changes', {
+    GET: {
+      options: {
+        // The querystring schema documents the parameters; readChangesQuery checks them, with messages naming each.
+        validatorCompiler: () => (value: unknown) => ({ value }),
+        schema: {
+          operationId: 'listChanges',
+          summary: 'What changed since a version: to keep a copy of the catalogue in step',
+          description: [
+            'Every product whose version is greater than `since`, once, in its state now, in version order; `product: null` means it was removed (left out when `since` is 0: a new copy has nothing to remove).',
+            '`version` is the catalogue\'s version in the same snapshot: keep it and ask `since=` it next time. `next` is null when the answer holds every change up to `version`; otherwise follow it.',
+            'A client that always resumes from a version it was given never misses a change and never sees one out of order, whatever writes at the same time on however many instances.',
+            '',
+            'With `Accept: text/event-stream` (a browser\'s EventSource) the answer is a stream of server-sent events: every change after the starting point (`Last-Event-ID` when sent, else `since`) as `event: change` with `id:` its version, then `event: caught-up` (data `{"version": N}`), then each new change as it is committed. A comment line every 15 s keeps proxies from closing it.',
+            '',
+            'Carries a strong ETag (JSON answers); send it back in If-None-Match for a 304 while nothing changed.',
+          ].join('\n'),
+          tags: ['v2'],
+          querystring: Type.Object({
+            since: Type.Optional(Type.String({ description: 'A version: a whole number ≥ 0 in plain digits; absent: 0 (a whole copy).', examples: ['1202'] })),
+            limit: Type.Optional(
+              Type.String({ description: `Changes in this answer: a whole number ≥ 1 in plain digits; default ${CHANGES_LIMIT.default}; above ${CHANGES_LIMIT.max}, ${CHANGES_LIMIT.max}. Not for streams.`, examples: ['500'] }),
+            ),
+          }),
+          headers: Type.Object({
+            'last-event-id': Type.Optional(Type.String({ description: 'With text/event-stream: the version to resume after (EventSource sends it when it reconnects); wins over `since`.' })),
+          }),
+          response: {
+            200: {
+              description: 'A page of changes (JSON), or the stream of them (text/event-stream).',
+              headers: { ETag: ETAG_HEADER },
+              content: {
+                'application/json': { schema: Type.Ref('ChangePage') },
+                'text/event-stream': { schema: Type.String({ description: 'Server-sent events: `change` (data: a Change), `caught-up` (data: {"version": N}), and keep-alive comments.' }) },
+              },
+            },
+            304: { description: 'Not modified: the ETag in If-None-Match is still current. No body.', type: 'null' },
+            400: problemResponse('`since`, `limit` or `Last-Event-ID` is not valid; `errors` names it.'),
+            409: problemResponse('`since` is ahead of this catalogue\'s version: the copy does not come from this catalogue (a restored backup, another database). Start again from 0.'),
+            503: {
+              ...STORE_UNAVAILABLE,
+              description: `${STORE_UNAVAILABLE.description} For a stream also: this instance holds as many streams as it may (CHANGE_STREAMS_MAX); retry after ${BUSY_RETRY_AFTER_SECONDS} s or on another instance.`,
+            },
+          },
+        },
+      },
+      handler: async (request, reply) => {
+        const address = requestAddress(request);
+        if (wantsStream(request)) {
+          const since = readStart(request, address.params);
+          const { version } = await store.describeCatalogue();
+          if (since > version) throw aheadOfCatalogue(since, version, 'Last-Event-ID');
+          if (streams.full) {
+            throw new HttpProblem(503, `This instance follows as many change streams as it may (${streams.max}); try again shortly.`, {
+              headers: { 'Retry-After': String(BUSY_RETRY_AFTER_SECONDS) },
+            });
+          }
+          // HEAD: the stream's headers, no stream.
+          if (request.method === 'HEAD') return reply.code(200).type('text/event-stream; charset=utf-8').header('Cache-Control', 'no-store').send();
+          return streams.follow(request, reply, since);
+        }
+        // Only valid requests are cached, so a hit needs no parsing of the query.
+        const key = request.headers.host === undefined || !request.url.startsWith('/') ? undefined : `${linkBase(request)}${request.url}`;
+        const generation = await store.cacheGeneration();
+        const cached = key === undefined ? undefined : cache.get(generation, key);
+        if (cached !== undefined) return sendTagged(request, reply, cached);
+        const { since, limit } = readChangesQuery(address.params);
+        const page = await store.readChanges(since, limit);
+        if (since > page.version) throw aheadOfCatalogue(since, page.version, 'since');
+        const last = page.changes.at(-1);
+        const body: ChangePageWire = {
+          version: page.version,
+          changes: page.changes.map(changeWire),
+          next: page.more && last !== undefined ? pageLink(address.base, address.path, address.params, { since: last.version, ...(address.params.has('limit') ? { limit } : {}) }) : null,
+        };
+        const tagged = tagBody(serializeOk(reply, body));
+        if (key !== undefined) cache.set(generation, key, tagged);
+        return sendTagged(request, reply, tagged);
+      },
+    },
+  });
+}
+
+/** Whether the client asks for server-sent events (EventSource sends `Accept: text/event-stream`). */
+function wantsStream(request: FastifyRequest): boolean {
+  return request.headers.accept?.includes('text/event-stream') === true;
+}
+
+/** `since` and `limit`, or a 400 naming each bad one. */
+function readChangesQuery(params: URLSearchParams): { since: number; limit: number } {
+  const errors: FieldErrors = {};
+  const since = wholeNumber(params, 'since', 0, errors);
+  const limit = wholeNumber(params, 'limit', 1, errors, { huge: 'largest' });
+  if (Object.keys(errors).length > 0) throw new HttpProblem(400, 'The change feed parameters are not valid.', { errors });
+  return { since: since ?? 0, limit: Math.min(limit ?? CHANGES_LIMIT.default, CHANGES_LIMIT.max) };
+}
+
+/** Where a stream starts: after `Last-Event-ID` when the client sends one (EventSource resuming), else after `since`. */
+function readStart(request: FastifyRequest, params: URLSearchParams): number {
+  const errors: FieldErrors = {};
+  const header = request.headers['last-event-id'];
+  const given = header === undefined ? undefined : new URLSearchParams((Array.isArray(header) ? header : [header]).map((value) => ['Last-Event-ID', value]));
+  const start = given === undefined ? wholeNumber(params, 'since', 0, errors) : wholeNumber(given, 'Last-Event-ID', 0, errors);
+  if (Object.keys(errors).length > 0) throw new HttpProblem(400, 'The change feed parameters are not valid.', { errors });
+  return start ?? 0;
+}
+
+function aheadOfCatalogue(since: number, version: number, parameter: 'since' | 'Last-Event-ID'): HttpProblem {
+  return new HttpProblem(
+    409,
+    `Version ${since} is ahead of this catalogue's version ${version}: the copy does not come from this catalogue (a restored backup, another database). Start again from since=0.`,
+    { errors: { [parameter]: [`The catalogue's version is ${version}.`] } },
+  );
+}

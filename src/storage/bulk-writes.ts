@@ -1,0 +1,145 @@
+import { sql, type Transaction } from 'kysely';
+import { DuplicateBarcodeError, UnknownBarcodesError } from '../catalogue/errors.js';
+import type { NewProduct } from '../catalogue/product.js';
+import { BulkWriteJournal, type BulkWriteKind } from './bulk-write-journal.js';
+import { NEW_PRODUCT_COLUMNS, newProductRow, type NewProductRow } from './product-row.js';
+import type { Database } from './schema.js';
+import type { StoreContext } from './store-context.js';
+import type { BulkOptions, PriceListOutcome } from './store.js';
+
+/** Rows per statement when many are read at once; well under every database's parameter limit. */
+const ROWS_PER_STATEMENT = 500;
+
+/**
+ * Rows written per step of a bulk write: one transaction, holding the write lock for some tens of
+ * milliseconds (docs/PERFORMANCE.md has the measured figures).
+ */
+const ROWS_PER_STEP = 1_000;
+
+/**
+ * Writes of many products at once: imports, price lists and removals. Each runs in short steps
+ * journaled for undo (bulk-write-journal.ts): all or nothing, without holding the write lock for long.
+ */
+export class BulkWrites {
+  readonly #context: StoreContext;
+
+  constructor(context: StoreContext) {
+    this.#context = context;
+  }
+
+  async existingBarcodes(barcodes: readonly string[]): Promise<Set<string>> {
+    const found = new Set<string>();
+    for (let start = 0; start < barcodes.length; start += ROWS_PER_STATEMENT) {
+      const chunk = barcodes.slice(start, start + ROWS_PER_STATEMENT);
+      const rows = await this.#context.run(() => this.#context.db.selectFrom('product').select('barcode').where('barcode', 'in', chunk).execute());
+      for (const row of rows) found.add(row.barcode);
+    }
+    return found;
+  }
+
+  insertProducts(batches: AsyncIterable<readonly NewProduct[]>, options: BulkOptions = {}): Promise<number> {
+    return this.#inSteps('import', batches, options, 0, async (journal, trx, chunk) => {
+      const rows = await trx.insertInto('product').values(chunk.map(newProductRow)).returning('pk').execute();
+      await journal.recordAdded(trx, rows.map((row) => row.pk));
+      return rows.length;
+    }, (stored, added) => stored + added);
+  }
+
+  applyPriceList(batches: AsyncIterable<readonly NewProduct[]>, options: BulkOptions = {}): Promise<PriceListOutcome> {
+    let listed = 0;
+    return this.#inSteps('price list', batches, options, { added: 0, changed: 0, unchanged: 0 }, async (journal, trx, chunk) => {
+      const withList = sql`WITH price_list (ord, barcode, name, name_folded, price_cents) AS (${priceListRows(chunk, listed)})`;
+      listed += chunk.length;
+      const changes = sql<boolean>`product.barcode = price_list.barcode AND (product.name <> price_list.name OR product.price_cents <> price_list.price_cents)`;
+      // The products it changes, as they were, then the change.
+      await journal.recordRows(trx, 'changed', { with: withList, from: sql`product JOIN price_list ON ${changes}` });
+      const updated = await sql`
+        ${withList}
+        UPDATE product SET name = price_list.name, name_folded = price_list.name_folded, price_cents = price_list.price_cents
+        FROM price_list WHERE ${changes}`.execute(trx);
+      // The listed products not in the catalogue, added in list order: they draw their pks in that order.
+      const { rows: added } = await sql<{ pk: number | string }>`
+        ${withList}
+        INSERT INTO product (${sql.raw(NEW_PRODUCT_COLUMNS.join(', '))})
+        SELECT price_list.name, price_list.name_folded, price_list.barcode, price_list.price_cents FROM price_list
+        WHERE NOT EXISTS (SELECT 1 FROM product WHERE product.barcode = price_list.barcode)
+        ORDER BY price_list.ord
+        RETURNING pk`.execute(trx);
+      await journal.recordAdded(trx, added.map((row) => row.pk));
+      const changed = Number(updated.numAffectedRows ?? 0);
+      return { added: added.length, changed, unchanged: chunk.length - added.length - changed };
+    }, (total, step) => ({ added: total.added + step.added, changed: total.changed + step.changed, unchanged: total.unchanged + step.unchanged }));
+  }
+
+  /**
+   * Removes the products with these barcodes, all or none.
+   * @throws UnknownBarcodesError naming the barcodes no product has (nothing is removed then).
+   */
+  removeProducts(batches: AsyncIterable<readonly string[]>, options: BulkOptions = {}): Promise<number> {
+    return this.#inSteps('removal', batches, options, 0, async (journal, trx, chunk) => {
+      // Checked before the removal began; another writer may have removed some meanwhile.
+      const found = new Set((await trx.selectFrom('product').select('barcode').where('barcode', 'in', chunk).execute()).map((row) => row.barcode));
+      const unknown = [...new Set(chunk)].filter((barcode) => !found.has(barcode));
+      if (unknown.length > 0) throw new UnknownBarcodesError(unknown);
+      await journal.recordRows(trx, 'removed', { from: sql`product`, where: sql<boolean>`product.barcode IN (${sql.join(chunk)})` });
+      const { numDeletedRows } = await trx.deleteFrom('product').where('barcode', 'in', chunk).executeTakeFirstOrThrow();
+      return Number(numDeletedRows);
+    }, (removed, step) => removed + step);
+  }
+
+  /**
+   * Runs a bulk write over `batches` in steps of up to ROWS_PER_STEP items, each `step` in a transaction
+   * of its own, its outcomes added up with `add`. On any failure, the steps done are undone.
+   */
+  async #inSteps<Item, Outcome, Total>(
+    kind: BulkWriteKind,
+    batches: AsyncIterable<readonly Item[]>,
+    options: BulkOptions,
+    empty: Total,
+    step: (journal: BulkWriteJournal, trx: Transaction<Database>, chunk: readonly Item[]) => Promise<Outcome>,
+    add: (total: Total, outcome: Outcome) => Total,
+  ): Promise<Total> {
+    const journal = await BulkWriteJournal.start(this.#context, kind);
+    let chunk: readonly Item[] = [];
+    try {
+      let total = empty;
+      for await (const batch of batches) {
+        for (let start = 0; start < batch.length; start += ROWS_PER_STEP) {
+          chunk = batch.slice(start, start + ROWS_PER_STEP);
+          const current = chunk;
+          total = add(total, await journal.step((trx) => step(journal, trx, current)));
+        }
+      }
+      await journal.finish();
+      options.onFinished?.(journal.holds);
+      return total;
+    } catch (error) {
+      options.onUndo?.({ steps: journal.holds.steps });
+      const { notRestored } = await journal.undo();
+      options.onFinished?.(journal.holds);
+      if (notRestored.length > 0) options.onNotRestored?.(notRestored);
+      throw await this.#refusal(error, chunk);
+    }
+  }
+
+  /** The store's error for a bulk write's failure while it wrote `chunk`. */
+  async #refusal(error: unknown, chunk: readonly unknown[]): Promise<unknown> {
+    if (!this.#context.isUniqueViolation(error)) return this.#context.translate(error, 'a step of a bulk write');
+    // Which barcode was taken: one already stored, or else one repeated in the chunk.
+    const barcodes = chunk.map((item) => (typeof item === 'string' ? item : (item as NewProduct).barcode));
+    const [stored] = await this.existingBarcodes(barcodes);
+    return new DuplicateBarcodeError(stored ?? barcodes.find((b, i) => barcodes.indexOf(b) !== i) ?? barcodes[0] ?? '');
+  }
+}
+
+/**
+ * A chunk of a price list as a table `(ord, barcode, name, name_folded, price_cents)`, typed alike on
+ * every database; `ord` is the row's place in the whole list, counted from `firstOrd`.
+ */
+function priceListRows(products: readonly NewProduct[], firstOrd: number) {
+  const rows = products.map((product, i) => {
+    const row = newProductRow(product);
+    return sql`(${sql.lit(firstOrd + i)}, cast(${row.barcode} as text), cast(${row.name} as text), cast(${row.name_folded} as text), cast(${row.price_cents} as bigint))`;
+  });
+  return sql<{ ord: number } & NewProductRow>`VALUES ${sql.join(rows)}`;
+}

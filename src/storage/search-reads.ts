@@ -1,0 +1,219 @@
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { SearchCatchingUpError } from '../catalogue/errors.js';
+import type { Product } from '../catalogue/product.js';
+import type { ProductFilter } from '../catalogue/search.js';
+import type { FilterSource } from './dialect.js';
+import { STATE_ROW } from './catalogue-state.js';
+import { pageOf, type PageRow } from './product-reads.js';
+import { PRODUCT_SELECT, toProduct, type ProductRow } from './product-row.js';
+import { countPendingNames, filterSource, FOLD_BATCH, foldNameBatch } from './search-index.js';
+import type { StoreContext } from './store-context.js';
+import type { ProductPage } from './store.js';
+
+/** Reads in pieces a search makes, each spoilt by a write, before it reads in one statement instead. */
+const PIECED_ATTEMPTS = 3;
+
+/** Resolves after the event loop has had a turn: the I/O waiting meanwhile (other requests) is served. */
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * The reads of products matching a filter (a barcode, a search text): from the barcode and trigram
+ * indexes, or, for a text too short for a trigram, by reading the folded names.
+ */
+export class SearchReads {
+  readonly #context: StoreContext;
+  readonly #revision: () => Promise<number>;
+  /** The last search that reads every folded name; the next one waits for it. */
+  #fullReads: Promise<unknown> = Promise.resolve();
+  /** The background folding of names written without their folded copy, while it runs. */
+  #folder: Promise<void> | undefined;
+  #closed = false;
+
+  /** `revision` reads the catalogue's revision, which every write raises. */
+  constructor(context: StoreContext, revision: () => Promise<number>) {
+    this.#context = context;
+    this.#revision = revision;
+  }
+
+  async readFilteredPage(filter: ProductFilter, offset: number, limit: number): Promise<ProductPage> {
+    const source = await this.#sourceOf(filter);
+    return this.#search(
+      source,
+      async () => {
+        // One statement, so that the count, the revision and the page come from one snapshot everywhere.
+        const { rows } = await sql<PageRow>`
+          SELECT c.match_count AS product_count, s.revision, p.pk, p.name, p.barcode, p.price_cents
+          FROM (${sql.raw(STATE_ROW)}) s
+          CROSS JOIN (SELECT count(*) AS match_count FROM ${source.count}) c
+          LEFT JOIN (
+            SELECT ${PRODUCT_SELECT} FROM ${source.from}
+            WHERE ${source.where} ORDER BY ${source.order} LIMIT ${limit} OFFSET ${offset}
+          ) p ON 1 = 1
+          ORDER BY p.pk`.execute(this.#context.db);
+        return pageOf(rows);
+      },
+      async (revision) => {
+        let count = 0;
+        const products: Product[] = [];
+        for await (const range of this.#pieces(source, 0)) {
+          const found = await this.#countIn(source, range);
+          // Rows are read only from the pieces the page falls in; the others are only counted.
+          if (products.length < limit && count + found > offset) {
+            const rows = await this.#rowsIn(source, range, limit - products.length, Math.max(0, offset - count));
+            products.push(...rows.map(toProduct));
+          }
+          count += found;
+        }
+        return { count, revision, products };
+      },
+    );
+  }
+
+  async countMatching(filter: ProductFilter): Promise<number> {
+    const source = await this.#sourceOf(filter);
+    return this.#search(
+      source,
+      async () => {
+        const { rows } = await sql<{ n: number | string }>`SELECT count(*) AS n FROM ${source.count}`.execute(this.#context.db);
+        return Number(rows[0]?.n ?? 0);
+      },
+      async () => {
+        let count = 0;
+        for await (const range of this.#pieces(source, 0)) count += await this.#countIn(source, range);
+        return count;
+      },
+    );
+  }
+
+  async listFilteredAfter(filter: ProductFilter, afterPk: number, limit: number): Promise<Product[]> {
+    const source = await this.#sourceOf(filter);
+    return this.#search(
+      source,
+      async () => {
+        const { rows } = await sql<ProductRow>`
+          SELECT ${PRODUCT_SELECT} FROM ${source.from}
+          WHERE ${source.where} AND ${source.pk} > ${afterPk} ORDER BY ${source.order} LIMIT ${limit}`.execute(this.#context.db);
+        return rows.map(toProduct);
+      },
+      async () => {
+        const products: Product[] = [];
+        for await (const range of this.#pieces(source, afterPk)) {
+          if (products.length >= limit) break;
+          products.push(...(await this.#rowsIn(source, range, limit - products.length, 0)).map(toProduct));
+        }
+        return products;
+      },
+    );
+  }
+
+  /**
+   * Folds, in the background, every name written without a folded copy (plain SQL, a bulk load), a
+   * batch per transaction, until none is left; at most one such run at a time.
+   */
+  foldInBackground(): void {
+    this.#folder ??= (async () => {
+      try {
+        while (!this.#closed && (await this.#foldBatch()) === FOLD_BATCH) await nextTurn();
+      } catch {
+        // The database went away, or the store closed: the next search starts the folding again.
+      } finally {
+        this.#folder = undefined;
+      }
+    })();
+  }
+
+  /** Lets a background folding finish its batch and stops it. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#folder;
+  }
+
+  #foldBatch(): Promise<number> {
+    return this.#context.run(() => foldNameBatch(this.#context.writeDb as unknown as Kysely<unknown>, this.#context.dialect.search), 'folding names for search');
+  }
+
+  /**
+   * Makes sure no name lacks its folded copy before a search reads, so that every answer is exact: a
+   * few missing ones (plain SQL changed some names) are folded at once, in one batch; more (a bulk
+   * load) are left to the background folding, and the search is refused until it is done.
+   *
+   * @throws SearchCatchingUpError while more than a batch of names is left to fold.
+   */
+  async #ensureFolded(): Promise<void> {
+    const db = this.#context.db as unknown as Kysely<unknown>;
+    const pending = await this.#context.run(() => countPendingNames(db, this.#context.dialect.search, FOLD_BATCH + 1));
+    if (pending === 0) return;
+    if (pending <= FOLD_BATCH && this.#folder === undefined) {
+      await this.#foldBatch();
+      return;
+    }
+    this.foldInBackground();
+    throw new SearchCatchingUpError(pending);
+  }
+
+  async #sourceOf(filter: ProductFilter): Promise<FilterSource> {
+    // A barcode alone is found by its own index; the folded names play no part.
+    if (filter.search !== undefined) await this.#ensureFolded();
+    return filterSource(filter, this.#context.dialect.search);
+  }
+
+  /**
+   * Runs a search: `whole` in one statement, or, when it reads every folded name (texts too short for
+   * a trigram) and the database reads such searches in pieces (SQLite), `inPieces`, given the revision
+   * it answers for. Searches that read every folded name run one at a time per store, with a turn of
+   * the event loop between them, so that many broad searches at once queue here instead of taking
+   * every connection (PostgreSQL) or the one thread (SQLite) from the other requests.
+   */
+  async #search<T>(source: FilterSource, whole: () => Promise<T>, inPieces: (revision: number) => Promise<T>): Promise<T> {
+    const run = <R>(read: () => Promise<R>) => this.#context.run(read);
+    if (!source.readsEveryName) return run(whole);
+    const read = this.#context.dialect.search.pksPerPiece === undefined ? whole : () => this.#consistentInPieces(inPieces, whole);
+    const turn = this.#fullReads.then(() => run(read));
+    this.#fullReads = turn.catch(() => undefined).then(nextTurn);
+    return turn;
+  }
+
+  /**
+   * `inPieces`, as exact as one statement: its pieces are read at different times, so it is taken only
+   * when the revision (raised by every write, from any process) is the same after it as before.
+   * Writes coming in between every time leave `whole`, one statement, which is one snapshot.
+   */
+  async #consistentInPieces<T>(inPieces: (revision: number) => Promise<T>, whole: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; attempt < PIECED_ATTEMPTS; attempt += 1) {
+      const revision = await this.#revision();
+      const answer = await inPieces(revision);
+      if ((await this.#revision()) === revision) return answer;
+    }
+    return whole();
+  }
+
+  /**
+   * The conditions selecting `source`'s matches in consecutive ranges of pks above `afterPk`, lowest
+   * first, `pksPerPiece` wide, with a turn of the event loop before each but the first.
+   */
+  async *#pieces(source: FilterSource, afterPk: number): AsyncGenerator<RawBuilder<boolean>> {
+    const width = this.#context.dialect.search.pksPerPiece ?? Number.MAX_SAFE_INTEGER;
+    // Two subqueries, as each of min() and max() is then one index lookup.
+    const { rows } = await sql<{ low: number | string | null; high: number | string | null }>`
+      SELECT (SELECT min(pk) FROM product) AS low, (SELECT max(pk) FROM product) AS high`.execute(this.#context.db);
+    const bounds = rows[0];
+    if (bounds === undefined || bounds.low === null || bounds.high === null) return;
+    const [first, high] = [Math.max(afterPk, Number(bounds.low) - 1), Number(bounds.high)];
+    for (let above = first; above < high; above += width) {
+      if (above !== first) await nextTurn();
+      yield sql<boolean>`${source.where} AND ${source.pk} > ${above} AND ${source.pk} <= ${above + width}`;
+    }
+  }
+
+  async #countIn(source: FilterSource, range: RawBuilder<boolean>): Promise<number> {
+    const { rows } = await sql<{ n: number | string }>`SELECT count(*) AS n FROM ${source.from} WHERE ${range}`.execute(this.#context.db);
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  async #rowsIn(source: FilterSource, range: RawBuilder<boolean>, limit: number, offset: number): Promise<ProductRow[]> {
+    const { rows } = await sql<ProductRow>`
+      SELECT ${PRODUCT_SELECT} FROM ${source.from}
+      WHERE ${range} ORDER BY ${source.order} LIMIT ${limit} OFFSET ${offset}`.execute(this.#context.db);
+    return rows;
+  }
+}
