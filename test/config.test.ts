@@ -9,6 +9,8 @@ describe('loadConfig', () => {
       host: '127.0.0.1',
       database: { kind: 'sqlite', path: './data/catalogue.db' },
       dbPoolMax: 10,
+      writeWaitMs: 3000,
+      changeStreamsMax: 1000,
       pagination: 'limit-offset',
       pageSize: 100,
       maxLimit: 1000,
@@ -30,8 +32,12 @@ describe('loadConfig', () => {
       PAGE_SIZE: '20',
       MAX_LIMIT: '50',
       CORS_ORIGIN: 'https://shop.example, http://localhost:3000',
+      WRITE_WAIT_MS: '10000',
+      CHANGE_STREAMS_MAX: '50',
     });
     assert.equal(config.port, 9000);
+    assert.equal(config.writeWaitMs, 10_000);
+    assert.equal(config.changeStreamsMax, 50);
     assert.equal(config.host, '0.0.0.0');
     assert.deepEqual(config.database, { kind: 'postgres', url: 'postgres://postgres@127.0.0.1:5432/test' });
     assert.equal(config.pagination, 'page-number');
@@ -43,12 +49,12 @@ describe('loadConfig', () => {
 
   it('reports every bad setting at once, by name', () => {
     assert.throws(
-      () => loadConfig({ PORT: 'eighty', PAGINATION: 'cursor', PAGE_SIZE: '0', DATABASE_URL: 'mysql://x', CORS_ORIGIN: 'shop' }),
+      () => loadConfig({ PORT: 'eighty', PAGINATION: 'cursor', PAGE_SIZE: '0', DATABASE_URL: 'mysql://x', CORS_ORIGIN: 'shop', WRITE_WAIT_MS: '10', CHANGE_STREAMS_MAX: '0' }),
       (error: unknown) => {
         assert.ok(error instanceof ConfigError);
         assert.deepEqual(
           error.problems.map((p) => p.split('=')[0]),
-          ['PORT', 'DATABASE_URL', 'PAGINATION', 'PAGE_SIZE', 'CORS_ORIGIN'],
+          ['PORT', 'DATABASE_URL', 'WRITE_WAIT_MS', 'CHANGE_STREAMS_MAX', 'PAGINATION', 'PAGE_SIZE', 'CORS_ORIGIN'],
         );
         return true;
       },

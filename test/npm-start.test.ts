@@ -9,17 +9,19 @@ import { pathToFileURL } from 'node:url';
 import { before, describe, it, type TestContext } from 'node:test';
 import { findStaleSource, staleBuildProblem } from '../src/build-freshness.js';
 import { ensureBuild, ROOT } from './helpers/build.js';
-import { databaseUrl, spawnChild, type Child, type ChildExit } from './helpers/child-server.js';
+import { databaseUrl, requestArrived, spawnChild, type Child, type ChildExit } from './helpers/child-server.js';
 import { runCli } from './helpers/cli.js';
 import { describeEachStore } from './helpers/each-store.js';
 import { send } from './helpers/http.js';
 import { uniqueBarcode } from './helpers/products.js';
-import { STORES, type TestStore } from './helpers/stores.js';
+import { sqlite, type TestStore } from './helpers/stores.js';
 
 const SERVER = join(ROOT, 'dist/server.js');
 
 interface Started {
   readonly url: string;
+  /** The child's log lines so far and to come (the service's, under `npm start` as without it). */
+  readonly waitForLog: Child['waitForLog'];
   /** The service's own process (under `npm start`, npm's child). */
   readonly servicePid: number;
   readonly child: ChildProcess;
@@ -47,6 +49,7 @@ async function started(t: TestContext, child: Child): Promise<Started> {
   return {
     url: listening.msg!.replace(/^Server listening at /, ''),
     servicePid: listening.pid!,
+    waitForLog: child.waitForLog,
     child: child.process,
     get messages() {
       return child.logs.map((entry) => entry.msg ?? '');
@@ -64,7 +67,7 @@ function isRunning(pid: number): boolean {
   }
 }
 
-async function freshDatabase(t: TestContext, testStore: TestStore = STORES[0]!): Promise<string> {
+async function freshDatabase(t: TestContext, testStore: TestStore = sqlite): Promise<string> {
   const { location, drop } = await testStore.create();
   t.after(drop);
   return databaseUrl(location);
@@ -120,9 +123,12 @@ describe('npm start', { timeout: 120_000 }, () => {
         req.on('error', reject);
       });
       req.write(body.slice(0, 10));
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await service.waitForLog(requestArrived('POST'));
       process.kill(-service.child.pid!, signal);
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await service.waitForLog(new RegExp(`^${signal} received`));
+      // npm passes its copy on whenever it gets to it: a second one is sent here too, so that the
+      // service hears the signal again while it is stopping, before the rest of the body.
+      process.kill(service.servicePid, signal);
       req.end(body.slice(10));
       assert.equal(await answer, 201);
       assert.deepEqual(await service.exited, { code: 0, signal: null });
@@ -168,14 +174,14 @@ describeEachStore('MIGRATE_ON_START=false', { env: false, timeout: 120_000 }, (c
     assert.deepEqual(refused, {
       code: 1,
       stdout: '',
-      stderr: 'The database schema is not current: 0001_create_product, 0002_catalogue_state, 0003_idempotency, 0004_change_notice, 0005_product_search, 0006_price_limit have not run. Run `npx catalogue migrate` first (MIGRATE_ON_START is false).\n',
+      stderr: 'The database schema is not current: 0001_create_product, 0002_catalogue_state, 0003_idempotency, 0004_change_notice, 0005_product_search, 0006_price_limit, 0007_change_feed, 0008_bulk_write_journal have not run. Run `npx catalogue migrate` first (MIGRATE_ON_START is false).\n',
     });
     // Neither does the import migrate it behind the operator's back.
     const exported = await runCli('export', [], env);
     assert.equal(exported.code, 1);
     assert.match(exported.stderr, /^The database schema is not current: .* Run `catalogue migrate` first \(MIGRATE_ON_START is false\)\.\n$/);
 
-    assert.deepEqual(await runCli('migrate', [], env), { code: 0, stdout: '', stderr: 'Applied: 0001_create_product, 0002_catalogue_state, 0003_idempotency, 0004_change_notice, 0005_product_search, 0006_price_limit.\n' });
+    assert.deepEqual(await runCli('migrate', [], env), { code: 0, stdout: '', stderr: 'Applied: 0001_create_product, 0002_catalogue_state, 0003_idempotency, 0004_change_notice, 0005_product_search, 0006_price_limit, 0007_change_feed, 0008_bulk_write_journal.\n' });
     const service = await started(t, run(process.execPath, [SERVER], env));
     assert.deepEqual((await send(`${service.url}/api/v2/shop/products`)).json, { count: 0, next: null, previous: null, results: [] });
     process.kill(service.child.pid!, 'SIGTERM');

@@ -14,11 +14,11 @@ import { postJson, send } from './helpers/http.js';
 import { auditResponses } from './helpers/openapi-responses.js';
 import { createProduct, uniqueBarcode } from './helpers/products.js';
 import { startFreshServer } from './helpers/server.js';
-import { STORES } from './helpers/stores.js';
+import { sqlite } from './helpers/stores.js';
 
 const PAGINATIONS = ['limit-offset', 'page-number'] as const;
 
-const DOCUMENTED_PATHS = ['/healthz', '/readyz', '/api/v1/shop/products', '/api/v1/shop/product/{pk}', '/api/v1/shop/product', '/api/v2/shop/products'];
+const DOCUMENTED_PATHS = ['/healthz', '/readyz', '/api/v1/shop/products', '/api/v1/shop/product/{pk}', '/api/v1/shop/product', '/api/v2/shop/products', '/api/v2/shop/changes'];
 
 interface OperationShape {
   readonly responses?: Record<string, unknown>;
@@ -78,8 +78,9 @@ for (const pagination of PAGINATIONS) {
       assert.deepEqual(Object.keys(document.paths).sort(), [...DOCUMENTED_PATHS].sort());
       assert.deepEqual(statuses('/api/v1/shop/products', 'get'), ['200', '400', '503']);
       assert.deepEqual(statuses('/api/v1/shop/product/{pk}', 'get'), ['200', '304', '400', '404', '503']);
-      assert.deepEqual(statuses('/api/v1/shop/product', 'post'), ['201', '400', '409', '413', '415', '422', '503']);
+      assert.deepEqual(statuses('/api/v1/shop/product', 'post'), ['201', '400', '409', '410', '413', '415', '422', '503']);
       assert.deepEqual(statuses('/api/v2/shop/products', 'get'), pagination === 'page-number' ? ['200', '304', '400', '404', '503'] : ['200', '304', '400', '503']);
+      assert.deepEqual(statuses('/api/v2/shop/changes', 'get'), ['200', '304', '400', '409', '503']);
       assert.deepEqual(statuses('/healthz', 'get'), ['200', '400']);
       assert.deepEqual(statuses('/readyz', 'get'), ['200', '400', '503']);
       for (const path of DOCUMENTED_PATHS) {
@@ -182,7 +183,7 @@ for (const pagination of PAGINATIONS) {
 // routes, because their onRoute hooks document 429 and 401 only on routes added after them.
 describe('the document with RATE_LIMIT and API_TOKEN', () => {
   test('declares 429 on every catalogue operation but not on probes, and 401 with the token on writes only', async () => {
-    const server = await startFreshServer(STORES[0]!, { RATE_LIMIT: '100/minute', API_TOKEN: 'test-token-0123456789abcdef' });
+    const server = await startFreshServer(sqlite, { RATE_LIMIT: '100/minute', API_TOKEN: 'test-token-0123456789abcdef' });
     try {
       const document = (await send(`${server.url}/openapi.json`)).json as OpenApiDocument;
       const operations = Object.entries(document.paths).flatMap(([path, item]) =>
@@ -207,7 +208,7 @@ describe('the document with RATE_LIMIT and API_TOKEN', () => {
 // says so on every operation a client may call, whether the refusal is on (production) or not.
 describe('the overload answer in the document', () => {
   test('every operation but /healthz and /metrics declares a 503 problem with Retry-After', async () => {
-    const server = await startFreshServer(STORES[0]!);
+    const server = await startFreshServer(sqlite);
     try {
       const document = (await send(`${server.url}/openapi.json`)).json as OpenApiDocument;
       const operations = Object.entries(document.paths).flatMap(([path, item]) =>
@@ -230,7 +231,7 @@ describe('the overload answer in the document', () => {
 
 describe('the response audit of the test server', () => {
   test('reports an undocumented status, a wrong media type, a body off its schema, and refusals unlike the document', async () => {
-    const { location, drop } = await STORES[0]!.create();
+    const { location, drop } = await sqlite.create();
     const store = await openStore(location);
     const app = await buildApp({ config: loadConfig({}), store });
     const audit = auditResponses(app);

@@ -1,12 +1,9 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
-import { promisify } from 'node:util';
+import { runCommand } from './helpers/child-server.js';
 import { startServer, type RunningServer } from './helpers/server.js';
-import { STORES } from './helpers/stores.js';
-
-const run = promisify(execFile);
+import { sqlite } from './helpers/stores.js';
 
 /** The line that marks an answer shown with its headers as abridged. */
 const ABRIDGED = '...';
@@ -79,7 +76,7 @@ describe('README examples, replayed in order on a fresh catalogue', () => {
       const envKey = JSON.stringify(example.env);
       if (server === undefined || envKey !== serverEnv) {
         if (server === undefined) {
-          const created = await STORES[0]!.create();
+          const created = await sqlite.create();
           drop = created.drop;
           server = await startServer(created.location, example.env);
         } else {
@@ -91,7 +88,8 @@ describe('README examples, replayed in order on a fresh catalogue', () => {
       }
       const host = server.url.replace('http://', '');
       const command = example.command.replaceAll('localhost:8000', host);
-      const { stdout } = await run('sh', ['-c', command]);
+      const { code, stdout, stderr } = await runCommand({}, ['-c', command], { command: 'sh' });
+      assert.equal(code, 0, `${command}: ${stderr}`);
       const expected = example.expected.replaceAll('localhost:8000', host);
       if (example.language === 'json') {
         assert.equal(stdout, expected);

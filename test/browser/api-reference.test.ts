@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { browserSkip, launchChromium, SCREENSHOTS } from '../helpers/browser.js';
 import { startFreshServer, type RunningServer } from '../helpers/server.js';
-import { STORES } from '../helpers/stores.js';
+import { sqlite } from '../helpers/stores.js';
 
 const CONTRACT = readFileSync(new URL('../../docs/API.md', import.meta.url), 'utf8');
 
@@ -14,7 +14,7 @@ describe('the API reference at /docs, in a browser', { skip: browserSkip }, () =
   let server: RunningServer;
   before(async () => {
     browser = await launchChromium();
-    server = await startFreshServer(STORES[0]!, { API_TOKEN: 'reference-token-0123456789' });
+    server = await startFreshServer(sqlite, { API_TOKEN: 'reference-token-0123456789' });
   });
   after(async () => {
     await browser?.close();

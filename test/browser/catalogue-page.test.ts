@@ -7,7 +7,7 @@ import { ensureBuild } from '../helpers/build.js';
 import { postJson } from '../helpers/http.js';
 import { countAll, createProduct, listAll, uniqueBarcode } from '../helpers/products.js';
 import { startFreshServer, type RunningServer } from '../helpers/server.js';
-import { STORES } from '../helpers/stores.js';
+import { sqlite } from '../helpers/stores.js';
 
 const GOODS: ReadonlyArray<readonly [string, string]> = [
   ['Espresso beans 1 kg', '18.90'], ['Oat milk 1 l', '2.49'], ['Sourdough loaf', '4.20'], ['Free-range eggs, 10', '3.95'],
@@ -28,7 +28,7 @@ const STYLES = [
 describe('the catalogue in Chromium', { skip: browserSkip }, () => {
   let browser: Browser;
   before(async () => {
-    ensureBuild();
+    await ensureBuild();
     browser = await launchChromium();
   });
   after(async () => browser?.close());
@@ -52,7 +52,7 @@ describe('the catalogue in Chromium', { skip: browserSkip }, () => {
       const lastPages = Math.ceil(style.seeded / style.pageSize);
 
       before(async () => {
-        server = await startFreshServer(STORES[0]!, style.env);
+        server = await startFreshServer(sqlite, style.env);
         for (const [name, price] of GOODS.slice(0, style.seeded)) await createProduct(server.url, { name, price });
         context = await browser.newContext({ viewport: { width: 1180, height: 820 } });
       });
@@ -242,7 +242,7 @@ describe('the catalogue in Chromium', { skip: browserSkip }, () => {
 
   describe('an empty catalogue', () => {
     test('says there is nothing yet and points to the form', async () => {
-      const server = await startFreshServer(STORES[0]!, { PAGINATION: 'page-number' });
+      const server = await startFreshServer(sqlite, { PAGINATION: 'page-number' });
       const context = await browser.newContext({ viewport: { width: 1180, height: 700 } });
       try {
         const page = await context.newPage();
@@ -281,7 +281,7 @@ describe('the catalogue in Chromium', { skip: browserSkip }, () => {
     };
 
     before(async () => {
-      server = await startFreshServer(STORES[0]!, { PAGINATION: 'limit-offset', PAGE_SIZE: '5' });
+      server = await startFreshServer(sqlite, { PAGINATION: 'limit-offset', PAGE_SIZE: '5' });
       for (const [name, price] of GOODS.slice(0, 7)) await createProduct(server.url, { name, price });
       await createProduct(server.url, { name: confetti, price: '3.00' });
       context = await browser.newContext({ viewport: { width: 1180, height: 820 } });
@@ -353,7 +353,7 @@ describe('the catalogue in Chromium', { skip: browserSkip }, () => {
 
   describe('the API reference', () => {
     test('renders at /docs from the service alone', async () => {
-      const server = await startFreshServer(STORES[0]!);
+      const server = await startFreshServer(sqlite);
       const context = await browser.newContext({ viewport: { width: 1180, height: 900 } });
       const foreign: string[] = [];
       try {

@@ -1,29 +1,17 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
-import { promisify } from 'node:util';
+import { ROOT } from '../helpers/build.js';
+import { runCommand, type CommandResult } from '../helpers/child-server.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 const BROWSER_TESTS = readdirSync(HERE).filter((name) => name.endsWith('.test.ts') && name !== 'skip.test.ts');
 const MISSING = '/nonexistent/chromium';
 
 /** Runs one browser test file in a test runner of its own, as `npm test` would, without Chromium. */
-async function runWithoutChromium(file: string, env: Record<string, string>): Promise<{ code: number; stdout: string }> {
-  // The runner marks its own child processes; this one must report as a top-level run.
-  const { NODE_TEST_CONTEXT: _runner, REQUIRE_BROWSER: _required, ...inherited } = process.env;
-  try {
-    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=tap', `test/browser/${file}`], {
-      cwd: ROOT,
-      env: { ...inherited, CHROMIUM_PATH: MISSING, ...env },
-    });
-    return { code: 0, stdout };
-  } catch (error) {
-    const failed = error as { code: number; stdout: string };
-    return { code: failed.code, stdout: failed.stdout };
-  }
+function runWithoutChromium(file: string, env: Record<string, string>): Promise<CommandResult> {
+  return runCommand({ REQUIRE_BROWSER: undefined, CHROMIUM_PATH: MISSING, ...env }, ['--import', 'tsx', '--test', '--test-reporter=tap', `test/browser/${file}`], { cwd: ROOT });
 }
 
 describe('browser tests without Chromium', () => {

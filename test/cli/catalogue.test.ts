@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, it, type TestContext } from 'node:test';
 import { ensureBuild, ROOT } from '../helpers/build.js';
-import { CATALOGUE, runCli, type CliResult } from '../helpers/cli.js';
+import { runCommand, type CommandResult } from '../helpers/child-server.js';
+import { CATALOGUE, runCli } from '../helpers/cli.js';
 import { uniqueBarcode } from '../helpers/products.js';
 
 const SAMPLE = join(ROOT, 'samples/products.csv');
@@ -17,13 +17,8 @@ function folder(t: TestContext): string {
 }
 
 /** Runs a shell command line from the repository, as a user types it. */
-function shell(command: string, env: Record<string, string>): Promise<CliResult> {
-  const { NODE_TEST_CONTEXT: _runner, ...inherited } = process.env;
-  return new Promise((resolve) => {
-    execFile('bash', ['-c', command], { cwd: ROOT, env: { ...inherited, ...env }, maxBuffer: 64 << 20 }, (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
-    });
-  });
+function shell(command: string, env: Record<string, string>): Promise<CommandResult> {
+  return runCommand(env, ['-c', command], { command: 'bash', cwd: ROOT });
 }
 
 /** npm's own notices on standard error (this machine's npm configuration may add some); never the command's. */
@@ -59,7 +54,7 @@ describe('the catalogue command', { timeout: 180_000 }, () => {
   it('refuses a wrong command line with exit status 2, a reason and where to find the usage, on standard error', async (t) => {
     const env = { DATABASE_URL: `sqlite:${join(folder(t), 'catalogue.db')}` };
     for (const [args, message] of [
-      [['frobnicate'], 'Unknown command "frobnicate"; the commands are import, export, migrate.\nRun `catalogue --help` for the commands.'],
+      [['frobnicate'], 'Unknown command "frobnicate"; the commands are import, remove, export, migrate.\nRun `catalogue --help` for the commands.'],
       [['import'], 'Name the FILE to import.\nRun `catalogue import --help` for its usage.'],
       [['import', 'a.csv', 'b.csv'], 'Expected one FILE, got 2.\nRun `catalogue import --help` for its usage.'],
       [['import', '--overwrite', 'a.csv'], 'Unknown option --overwrite.\nRun `catalogue import --help` for its usage.'],
@@ -74,7 +69,7 @@ describe('the catalogue command', { timeout: 180_000 }, () => {
     assert.deepEqual(await shell(`node ${CATALOGUE}`, env), {
       code: 2,
       stdout: '',
-      stderr: 'Name a command: import, export, migrate.\nRun `catalogue --help` for the commands.\n',
+      stderr: 'Name a command: import, remove, export, migrate.\nRun `catalogue --help` for the commands.\n',
     });
     assert.equal(existsSync(env.DATABASE_URL.slice('sqlite:'.length)), false);
   });

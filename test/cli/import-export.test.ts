@@ -11,7 +11,7 @@ import { runCli } from '../helpers/cli.js';
 import { describeEachStore } from '../helpers/each-store.js';
 import { uniqueBarcode } from '../helpers/products.js';
 import { storedCount } from '../helpers/store-contents.js';
-import { STORES, type TestStore } from '../helpers/stores.js';
+import { sqlite, type TestStore } from '../helpers/stores.js';
 
 const SAMPLE = fileURLToPath(new URL('../../samples/products.csv', import.meta.url));
 
@@ -96,7 +96,7 @@ describeEachStore('npm run import / export', { env: false, timeout: 120_000 }, (
 });
 
 describe('npm run import, file formats', { timeout: 120_000 }, () => {
-  const testStore = STORES[0]!;
+  const testStore = sqlite;
 
   it('reads JSON with numbers kept exact, and exports JSON', async (t) => {
     const { env } = await freshDatabase(t, testStore);

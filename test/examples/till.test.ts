@@ -1,23 +1,23 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import { OfflineCopy } from '../../examples/till/offline-copy.js';
 import { CatalogueError, createTill, type Till } from '../../examples/till/till.js';
 import { ean13CheckDigit } from '../../src/catalogue/ean13.js';
+import { ROOT } from '../helpers/build.js';
+import { runCommand } from '../helpers/child-server.js';
 import { describeEachStore } from '../helpers/each-store.js';
 import { runPackageBin } from '../helpers/package-bin.js';
 import { listAll, uniqueBarcode } from '../helpers/products.js';
+import { outsideSql } from '../helpers/outside-sql.js';
+import { passesWithin } from '../helpers/passes-within.js';
 import { startFreshServer } from '../helpers/server.js';
-import { STORES } from '../helpers/stores.js';
+import { sqlite } from '../helpers/stores.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const TYPES = join(ROOT, 'examples/till/catalogue-api.ts');
 const TOKEN = 'till-token-0123456789abcdef';
-const run = promisify(execFile);
 
 /** A UPC-A (12 digits) and the EAN-13 the catalogue keeps for it. */
 function upcA(): { upc: string; ean13: string } {
@@ -28,7 +28,7 @@ function upcA(): { upc: string; ean13: string } {
 
 describe('the till example: its types', () => {
   it('are what openapi-typescript makes of the live document (regenerate them as examples/till/README.md says)', async () => {
-    const server = await startFreshServer(STORES[0]!);
+    const server = await startFreshServer(sqlite);
     const dir = mkdtempSync(join(tmpdir(), 'catalogue-till-types-'));
     try {
       const generated = join(dir, 'catalogue-api.ts');
@@ -103,12 +103,40 @@ describeEachStore('the till example against the service', { env: { API_TOKEN: TO
   });
 });
 
+describeEachStore('the till example\'s offline copy', (ctx) => {
+  it('makes a whole copy from the change feed, follows its stream, and scans without a round trip', async () => {
+    const till = createTill({ baseUrl: ctx.server.url });
+    const { product: coffee } = await till.create({ name: 'Coffee 500 g', barcode: uniqueBarcode(), price: '6.50' });
+    const copy = new OfflineCopy(ctx.server.url);
+    await copy.sync(2);
+    assert.deepEqual(copy.products(), await listAll(ctx.server.url));
+    assert.deepEqual(copy.scan(coffee.barcode), coffee);
+
+    const following = copy.follow();
+    try {
+      await following.caughtUp;
+      const { product: tea } = await till.create({ name: 'Tea 100 g', barcode: uniqueBarcode(), price: '3.10' });
+      await passesWithin(2_000, async () => assert.deepEqual(copy.scan(tea.barcode), tea));
+      // A removal reaches the copy too.
+      await outsideSql(ctx.server.location, 'DELETE FROM product WHERE pk = $1', [coffee.pk]);
+      await passesWithin(2_000, async () => assert.equal(copy.scan(coffee.barcode), undefined));
+    } finally {
+      following.stop();
+    }
+    // Offline meanwhile: the copy still answers; back online, a sync brings what it missed.
+    const { product: honey } = await till.create({ name: 'Honey 350 g', barcode: uniqueBarcode(), price: '7.80' });
+    assert.equal(copy.scan(honey.barcode), undefined);
+    await copy.sync();
+    assert.deepEqual(copy.products(), await listAll(ctx.server.url));
+  });
+});
+
 describe('the till example: its demo', () => {
   it('runs a till morning against a live service', async () => {
-    const server = await startFreshServer(STORES[0]!);
+    const server = await startFreshServer(sqlite);
     try {
-      const { NODE_TEST_CONTEXT: _runner, ...env } = process.env;
-      const { stdout } = await run(process.execPath, ['--import', 'tsx', 'examples/till/main.ts', server.url], { cwd: ROOT, env });
+      const { code, stdout, stderr } = await runCommand({}, ['--import', 'tsx', 'examples/till/main.ts', server.url], { cwd: ROOT });
+      assert.equal(code, 0, stderr);
       const created = (await listAll(server.url))[0]!;
       assert.deepEqual(stdout.split('\n'), [
         `created: ${JSON.stringify(created)}`,
@@ -116,6 +144,8 @@ describe('the till example: its demo', () => {
         `scanned ${created.barcode}: ${created.name} at ${created.price}`,
         `product ${created.pk}: ${created.name} at ${created.price}`,
         'catalogue: products 1, pages of 50 1',
+        'offline copy: products 1 at version 1',
+        `offline copy: heard of Bread rolls, 6 (pk ${created.pk + 1}); products 2`,
         '',
       ]);
     } finally {

@@ -1,65 +1,57 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { it } from 'node:test';
+import { describeEachStore } from '../helpers/each-store.js';
 import { send } from '../helpers/http.js';
 import { createProduct, listAll } from '../helpers/products.js';
-import { passesWithin, writeOutside } from '../helpers/outside-writes.js';
-import { startFreshServer, type RunningServer } from '../helpers/server.js';
-import { STORES } from '../helpers/stores.js';
+import { outsideSql } from '../helpers/outside-sql.js';
+import { passesWithin } from '../helpers/passes-within.js';
 
-for (const store of STORES) {
+describeEachStore("cached answers after writes behind the service's back", (ctx) => {
   // SQLite checks another process's commit on the next request; PostgreSQL hears it by notification.
-  const withinMs = store.name === 'sqlite' ? 0 : 50;
+  const withinMs = ctx.testStore.kind === 'sqlite' ? 0 : 50;
 
-  describe(`cached answers after writes behind the service's back (${store.name})`, { skip: store.skip }, () => {
-    let server: RunningServer;
-    before(async () => {
-      server = await startFreshServer(store);
-    });
-    after(() => server.stop());
-
-    it(`serves a price changed by SQL UPDATE in detail, page and list within ${withinMs} ms`, async () => {
-      const product = await createProduct(server.url, { price: '1.00' });
-      const detailUrl = `${server.url}/api/v1/shop/product/${product.pk}`;
-      const pageUrl = `${server.url}/api/v2/shop/products?limit=100`;
-      // Twice each, so that the second answer comes from the cache.
-      for (let i = 0; i < 2; i++) {
-        await send(detailUrl);
-        await send(pageUrl);
-        await listAll(server.url);
-      }
-      const before = await send(detailUrl);
-      const pageBefore = await send(pageUrl);
-
-      await writeOutside(server.location, `UPDATE product SET price_cents = 12345 WHERE pk = ${product.pk}`);
-
-      await passesWithin(withinMs, async () => {
-        const detail = await send(detailUrl);
-        assert.deepEqual(detail.json, { ...product, price: '123.45' });
-        assert.notEqual(detail.headers.etag, before.headers.etag);
-        const page = await send(pageUrl);
-        const results = (page.json as { results: Array<{ barcode: string; price: string }> }).results;
-        assert.equal(results.find((item) => item.barcode === product.barcode)?.price, '123.45');
-        assert.notEqual(page.headers.etag, pageBefore.headers.etag);
-        assert.equal((await listAll(server.url)).find((item) => item.pk === product.pk)?.price, '123.45');
-      });
-    });
-
-    it(`counts a product inserted by another writer within ${withinMs} ms`, async () => {
-      const pageUrl = `${server.url}/api/v2/shop/products?limit=100`;
+  it(`serves a price changed by SQL UPDATE in detail, page and list within ${withinMs} ms`, async () => {
+    const product = await createProduct(ctx.server.url, { price: '1.00' });
+    const detailUrl = `${ctx.server.url}/api/v1/shop/product/${product.pk}`;
+    const pageUrl = `${ctx.server.url}/api/v2/shop/products?limit=100`;
+    // Twice each, so that the second answer comes from the cache.
+    for (let i = 0; i < 2; i++) {
+      await send(detailUrl);
       await send(pageUrl);
-      const before = await send(pageUrl);
-      const countBefore = (before.json as { count: number }).count;
+      await listAll(ctx.server.url);
+    }
+    const before = await send(detailUrl);
+    const pageBefore = await send(pageUrl);
 
-      await writeOutside(server.location, "INSERT INTO product (name, barcode, price_cents) VALUES ('Added outside', '2999999999996', 250)");
+    await outsideSql(ctx.server.location, `UPDATE product SET price_cents = 12345 WHERE pk = ${product.pk}`);
 
-      await passesWithin(withinMs, async () => {
-        const page = await send(pageUrl);
-        assert.equal((page.json as { count: number }).count, countBefore + 1);
-        assert.notEqual(page.headers.etag, before.headers.etag);
-        const list = await listAll(server.url);
-        assert.equal(list.length, countBefore + 1);
-        assert.equal(list.at(-1)?.name, 'Added outside');
-      });
+    await passesWithin(withinMs, async () => {
+      const detail = await send(detailUrl);
+      assert.deepEqual(detail.json, { ...product, price: '123.45' });
+      assert.notEqual(detail.headers.etag, before.headers.etag);
+      const page = await send(pageUrl);
+      const results = (page.json as { results: Array<{ barcode: string; price: string }> }).results;
+      assert.equal(results.find((item) => item.barcode === product.barcode)?.price, '123.45');
+      assert.notEqual(page.headers.etag, pageBefore.headers.etag);
+      assert.equal((await listAll(ctx.server.url)).find((item) => item.pk === product.pk)?.price, '123.45');
     });
   });
-}
+
+  it(`counts a product inserted by another writer within ${withinMs} ms`, async () => {
+    const pageUrl = `${ctx.server.url}/api/v2/shop/products?limit=100`;
+    await send(pageUrl);
+    const before = await send(pageUrl);
+    const countBefore = (before.json as { count: number }).count;
+
+    await outsideSql(ctx.server.location, "INSERT INTO product (name, barcode, price_cents) VALUES ('Added outside', '2999999999996', 250)");
+
+    await passesWithin(withinMs, async () => {
+      const page = await send(pageUrl);
+      assert.equal((page.json as { count: number }).count, countBefore + 1);
+      assert.notEqual(page.headers.etag, before.headers.etag);
+      const list = await listAll(ctx.server.url);
+      assert.equal(list.length, countBefore + 1);
+      assert.equal(list.at(-1)?.name, 'Added outside');
+    });
+  });
+});

@@ -1,114 +1,105 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { it } from 'node:test';
+import { describeEachStore } from '../helpers/each-store.js';
 import { send } from '../helpers/http.js';
 import { uniqueBarcode } from '../helpers/products.js';
 import { rawExchange, sendEndlessBody } from '../helpers/raw-socket.js';
-import { startFreshServer, type RunningServer } from '../helpers/server.js';
-import { STORES } from '../helpers/stores.js';
 
 /** The status lines of every answer in a raw exchange, in order. */
 function statusLines(raw: string): string[] {
   return raw.match(/HTTP\/1\.1 \d{3} [^\r]*/g) ?? [];
 }
 
-for (const testStore of STORES) {
-  describe(`what a connection carries besides one request [${testStore.name}]`, { skip: testStore.skip }, () => {
-    let server: RunningServer;
-    before(async () => {
-      server = await startFreshServer(testStore);
-    });
-    after(() => server.stop());
-
-    for (const [label, trailing] of [
-      ['a second JSON object', '{"name": "x"}'],
-      ['a line that is no request', 'BOGUS\r\n\r\n'],
-    ] as const) {
-      it(`sends a create's 201 before refusing ${label} that follows its body`, async () => {
-        const barcode = uniqueBarcode();
-        const body = `{"name": "Trailing", "barcode": "${barcode}", "price": "007.10"}`;
-        const raw = await rawExchange(
-          server.url,
-          `POST /api/v1/shop/product/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\n` +
-            `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}${trailing}`,
-        );
-        assert.deepEqual(statusLines(raw), ['HTTP/1.1 201 Created', 'HTTP/1.1 400 Bad Request']);
-        const created = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4, raw.indexOf('HTTP/1.1 400'))) as { pk: number };
-        const stored = await send(`${server.url}/api/v1/shop/product/${created.pk}`);
-        assert.deepEqual(stored.json, { pk: created.pk, name: 'Trailing', barcode, price: '7.10' });
-      });
-    }
-
-    it("sends every pipelined create's 201 before refusing the bytes that follow them", async () => {
-      const barcodes = [uniqueBarcode(), uniqueBarcode(), uniqueBarcode(), uniqueBarcode()];
-      const post = (barcode: string) => {
-        const body = `{"name": "Pipelined", "barcode": "${barcode}", "price": "2.50"}`;
-        return `POST /api/v1/shop/product/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
-      };
-      const raw = await rawExchange(
-        server.url,
-        'GET /api/v1/shop/product/999999 HTTP/1.1\r\nHost: shop.example\r\n\r\n' + barcodes.map(post).join('') + '9"}\r\n\r\n',
-      );
-      assert.deepEqual(statusLines(raw), ['HTTP/1.1 404 Not Found', ...barcodes.map(() => 'HTTP/1.1 201 Created'), 'HTTP/1.1 400 Bad Request']);
-      for (const barcode of barcodes) {
-        const listed = await send(`${server.url}/api/v1/shop/products?barcode=${barcode}`);
-        assert.equal((listed.json as unknown[]).length, 1);
-      }
-    });
-
-    it('answers a create whose client half-closed right after the request, and the product is stored', async () => {
+describeEachStore('what a connection carries besides one request', (ctx) => {
+  for (const [label, trailing] of [
+    ['a second JSON object', '{"name": "x"}'],
+    ['a line that is no request', 'BOGUS\r\n\r\n'],
+  ] as const) {
+    it(`sends a create's 201 before refusing ${label} that follows its body`, async () => {
       const barcode = uniqueBarcode();
-      const body = `{"name": "Half closed", "barcode": "${barcode}", "price": "1.25"}`;
+      const body = `{"name": "Trailing", "barcode": "${barcode}", "price": "007.10"}`;
       const raw = await rawExchange(
-        server.url,
+        ctx.server.url,
         `POST /api/v1/shop/product/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\n` +
-          `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}` +
-          'GET /healthz HTTP/1.1\r\nHost: shop.example\r\n\r\n',
-        5000,
-        true,
+          `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}${trailing}`,
       );
-      assert.deepEqual(statusLines(raw), ['HTTP/1.1 201 Created', 'HTTP/1.1 200 OK']);
-      const listed = await send(`${server.url}/api/v1/shop/products?barcode=${barcode}`);
+      assert.deepEqual(statusLines(raw), ['HTTP/1.1 201 Created', 'HTTP/1.1 400 Bad Request']);
+      const created = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4, raw.indexOf('HTTP/1.1 400'))) as { pk: number };
+      const stored = await send(`${ctx.server.url}/api/v1/shop/product/${created.pk}`);
+      assert.deepEqual(stored.json, { pk: created.pk, name: 'Trailing', barcode, price: '7.10' });
+    });
+  }
+
+  it("sends every pipelined create's 201 before refusing the bytes that follow them", async () => {
+    const barcodes = [uniqueBarcode(), uniqueBarcode(), uniqueBarcode(), uniqueBarcode()];
+    const post = (barcode: string) => {
+      const body = `{"name": "Pipelined", "barcode": "${barcode}", "price": "2.50"}`;
+      return `POST /api/v1/shop/product/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    };
+    const raw = await rawExchange(
+      ctx.server.url,
+      'GET /api/v1/shop/product/999999 HTTP/1.1\r\nHost: shop.example\r\n\r\n' + barcodes.map(post).join('') + '9"}\r\n\r\n',
+    );
+    assert.deepEqual(statusLines(raw), ['HTTP/1.1 404 Not Found', ...barcodes.map(() => 'HTTP/1.1 201 Created'), 'HTTP/1.1 400 Bad Request']);
+    for (const barcode of barcodes) {
+      const listed = await send(`${ctx.server.url}/api/v1/shop/products?barcode=${barcode}`);
       assert.equal((listed.json as unknown[]).length, 1);
-    });
-
-    for (const [label, head] of [
-      ['a 405 (PUT on a product)', 'PUT /api/v1/shop/product/1 HTTP/1.1'],
-      ['a 405 (POST /healthz)', 'POST /healthz HTTP/1.1'],
-      ['a 415 (no Content-Type)', 'POST /api/v1/shop/product/ HTTP/1.1'],
-      ['a 415 (text/plain)', 'POST /api/v1/shop/product/ HTTP/1.1\r\nContent-Type: text/plain'],
-      ['a GET with a body', 'GET /api/v1/shop/products HTTP/1.1'],
-    ] as const) {
-      it(`reads no more than the body limit of a body nobody reads: ${label}`, async () => {
-        const started = performance.now();
-        const result = await sendEndlessBody(server.url, `${head}\r\nHost: shop.example\r\nTransfer-Encoding: chunked\r\n\r\n`, 5_000);
-        assert.equal(result.closedByServer, true, `still reading after ${result.bytesWritten} bytes`);
-        assert.ok(performance.now() - started < 3_000);
-        assert.match(statusLines(result.answer)[0] ?? '', /^HTTP\/1\.1 (405|415|200) /);
-      });
     }
-
-    it('drains a small body nobody reads and keeps the connection for the next request', async () => {
-      const raw = await rawExchange(
-        server.url,
-        'GET /healthz HTTP/1.1\r\nHost: shop.example\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n' +
-          'GET /healthz HTTP/1.1\r\nHost: shop.example\r\nConnection: close\r\n\r\n',
-      );
-      assert.deepEqual(statusLines(raw), ['HTTP/1.1 200 OK', 'HTTP/1.1 200 OK']);
-    });
-
-    it('refuses two Host headers with a 400 problem (RFC 9112 §3.2)', async () => {
-      const raw = await rawExchange(
-        server.url,
-        'GET /api/v2/shop/products HTTP/1.1\r\nHost: shop.example\r\nHost: evil.example\r\nConnection: close\r\n\r\n',
-      );
-      assert.deepEqual(statusLines(raw), ['HTTP/1.1 400 Bad Request']);
-      assert.deepEqual(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)), {
-        type: 'about:blank',
-        title: 'Bad Request',
-        status: 400,
-        detail: 'The request has more than one Host header.',
-      });
-      assert.doesNotMatch(raw, /evil\.example/);
-    });
   });
-}
+
+  it('answers a create whose client half-closed right after the request, and the product is stored', async () => {
+    const barcode = uniqueBarcode();
+    const body = `{"name": "Half closed", "barcode": "${barcode}", "price": "1.25"}`;
+    const raw = await rawExchange(
+      ctx.server.url,
+      `POST /api/v1/shop/product/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}` +
+        'GET /healthz HTTP/1.1\r\nHost: shop.example\r\n\r\n',
+      5000,
+      true,
+    );
+    assert.deepEqual(statusLines(raw), ['HTTP/1.1 201 Created', 'HTTP/1.1 200 OK']);
+    const listed = await send(`${ctx.server.url}/api/v1/shop/products?barcode=${barcode}`);
+    assert.equal((listed.json as unknown[]).length, 1);
+  });
+
+  for (const [label, head] of [
+    ['a 405 (PUT on a product)', 'PUT /api/v1/shop/product/1 HTTP/1.1'],
+    ['a 405 (POST /healthz)', 'POST /healthz HTTP/1.1'],
+    ['a 415 (no Content-Type)', 'POST /api/v1/shop/product/ HTTP/1.1'],
+    ['a 415 (text/plain)', 'POST /api/v1/shop/product/ HTTP/1.1\r\nContent-Type: text/plain'],
+    ['a GET with a body', 'GET /api/v1/shop/products HTTP/1.1'],
+  ] as const) {
+    it(`reads no more than the body limit of a body nobody reads: ${label}`, async () => {
+      const started = performance.now();
+      const result = await sendEndlessBody(ctx.server.url, `${head}\r\nHost: shop.example\r\nTransfer-Encoding: chunked\r\n\r\n`, 5_000);
+      assert.equal(result.closedByServer, true, `still reading after ${result.bytesWritten} bytes`);
+      assert.ok(performance.now() - started < 3_000);
+      assert.match(statusLines(result.answer)[0] ?? '', /^HTTP\/1\.1 (405|415|200) /);
+    });
+  }
+
+  it('drains a small body nobody reads and keeps the connection for the next request', async () => {
+    const raw = await rawExchange(
+      ctx.server.url,
+      'GET /healthz HTTP/1.1\r\nHost: shop.example\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n' +
+        'GET /healthz HTTP/1.1\r\nHost: shop.example\r\nConnection: close\r\n\r\n',
+    );
+    assert.deepEqual(statusLines(raw), ['HTTP/1.1 200 OK', 'HTTP/1.1 200 OK']);
+  });
+
+  it('refuses two Host headers with a 400 problem (RFC 9112 §3.2)', async () => {
+    const raw = await rawExchange(
+      ctx.server.url,
+      'GET /api/v2/shop/products HTTP/1.1\r\nHost: shop.example\r\nHost: evil.example\r\nConnection: close\r\n\r\n',
+    );
+    assert.deepEqual(statusLines(raw), ['HTTP/1.1 400 Bad Request']);
+    assert.deepEqual(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)), {
+      type: 'about:blank',
+      title: 'Bad Request',
+      status: 400,
+      detail: 'The request has more than one Host header.',
+    });
+    assert.doesNotMatch(raw, /evil\.example/);
+  });
+});

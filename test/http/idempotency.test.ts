@@ -99,22 +99,18 @@ describeEachStore('Idempotency-Key on create', (ctx) => {
     assert.equal((await listAll(ctx.server.url)).length, before + 1);
   });
 
-  it('remembers keys across a restart', async () => {
-    const { location, drop } = await ctx.testStore.create();
+  it('remembers keys across a restart', async (t) => {
+    const { location } = await ctx.freshDatabase(t);
     const body = JSON.stringify({ name: 'Durable', barcode: uniqueBarcode(), price: '5.00' });
     const headers = { 'Idempotency-Key': newKey() };
-    try {
-      const first = await startServer(location);
-      const created = await postJson(`${first.url}/api/v1/shop/product/`, body, headers);
-      await first.stop();
-      const second = await startServer(location);
-      const again = await postJson(`${second.url}/api/v1/shop/product/`, body, headers);
-      await second.stop();
-      assert.equal(again.status, 201);
-      assert.deepEqual(again.json, created.json);
-      assert.equal(again.headers['idempotent-replayed'], 'true');
-    } finally {
-      await drop();
-    }
+    const first = await startServer(location);
+    const created = await postJson(`${first.url}/api/v1/shop/product/`, body, headers);
+    await first.stop();
+    const second = await startServer(location);
+    const again = await postJson(`${second.url}/api/v1/shop/product/`, body, headers);
+    await second.stop();
+    assert.equal(again.status, 201);
+    assert.deepEqual(again.json, created.json);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
   });
 });

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { isDeepStrictEqual } from 'node:util';
 import type { CatalogueStore } from '../../src/storage/store.js';
 import { describeEachStore } from '../helpers/each-store.js';
+import { passesWithin } from '../helpers/passes-within.js';
 import { createProduct, listAll } from '../helpers/products.js';
 import { startFreshServer, type RunningServer } from '../helpers/server.js';
 
@@ -29,18 +30,23 @@ describeEachStore('v1 list kept per revision', { env: false }, (ctx) => {
   after(() => server.stop());
 
   /**
-   * Lists until an answer comes from the cache (no read of the store), at most a few times. PostgreSQL
+   * Lists until an answer comes from the cache (no read of the store), for at most a second. PostgreSQL
    * announces a commit to every instance, this one too, a moment after it answered: the notice starts
-   * a new cache generation, so one more read may come (never a stale answer).
+   * a new cache generation, so one more read may come (never a stale answer: every list is checked).
    */
   const listSettled = async (expected: unknown[]): Promise<void> => {
-    for (let attempt = 0; attempt < 20; attempt++) {
-      const before = reads.count;
-      assert.deepEqual(await listAll(server.url), expected);
-      if (reads.count === before) return;
-      await sleep(50);
-    }
-    assert.fail('every list was read from the store: nothing is cached');
+    const wrong: unknown[] = [];
+    await passesWithin(
+      1_000,
+      async () => {
+        const before = reads.count;
+        const list = await listAll(server.url);
+        if (!isDeepStrictEqual(list, expected)) wrong.push(list);
+        assert.equal(reads.count, before, 'every list was read from the store: nothing is cached');
+      },
+      50,
+    );
+    assert.deepEqual(wrong, []);
   };
 
   it('answers the same list from memory, and reads it again after each write', async () => {

@@ -5,7 +5,7 @@ import { send } from '../helpers/http.js';
 import { rawExchange } from '../helpers/raw-socket.js';
 import { listAll } from '../helpers/products.js';
 import { startFreshServer, type RunningServer } from '../helpers/server.js';
-import { STORES } from '../helpers/stores.js';
+import { sqlite } from '../helpers/stores.js';
 
 const ROUTES = [
   { path: '/api/v1/shop/products', allow: 'GET, HEAD, OPTIONS' },
@@ -30,7 +30,7 @@ describeEachStore('methods and CORS', (ctx) => {
           assert.equal(res.status, 200);
           assert.equal(res.headers['access-control-allow-origin'], '*');
           assert.equal(res.headers['access-control-allow-methods'], 'GET, POST, OPTIONS');
-          assert.equal(res.headers['access-control-allow-headers'], 'Content-Type, Idempotency-Key');
+          assert.equal(res.headers['access-control-allow-headers'], 'Content-Type, Idempotency-Key, Last-Event-ID');
           assert.equal(res.text, '');
         }
       });
@@ -92,7 +92,7 @@ describeEachStore('methods and CORS', (ctx) => {
 });
 
 describe('configured CORS origins', () => {
-  const testStore = STORES[0]!;
+  const testStore = sqlite;
   let server: RunningServer;
   before(async () => {
     server = await startFreshServer(testStore, { CORS_ORIGIN: 'https://shop.example,https://till.example' });

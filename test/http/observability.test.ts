@@ -11,7 +11,7 @@ import { describeEachStore } from '../helpers/each-store.js';
 import { postJson, send } from '../helpers/http.js';
 import { uniqueBarcode } from '../helpers/products.js';
 import { startFreshServer } from '../helpers/server.js';
-import { STORES } from '../helpers/stores.js';
+import { sqlite } from '../helpers/stores.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -49,7 +49,7 @@ describeEachStore('request ids and metrics', (ctx) => {
     assert.match(res.text, /^http_request_duration_seconds_bucket\{le="\+Inf",method="POST",route="\/api\/v1\/shop\/product\/",status="201"\} 1$/m);
     assert.match(res.text, /^process_resident_memory_bytes \d+/m);
     // A pooled database reports its pool; SQLite, one connection and no pool, reports none.
-    if (ctx.testStore.name === 'sqlite') assert.doesNotMatch(res.text, /^db_pool_connections\{/m);
+    if (ctx.testStore.kind === 'sqlite') assert.doesNotMatch(res.text, /^db_pool_connections\{/m);
     else assert.match(res.text, /^db_pool_connections\{state="total"\} [1-9]\d*$/m);
     assert.equal((await send(`${server.url}/metrics`, { method: 'DELETE' })).status, 405);
   });
@@ -65,7 +65,7 @@ describe('logs', () => {
         done();
       },
     });
-    const { location, drop } = await STORES[0]!.create();
+    const { location, drop } = await sqlite.create();
     const store = await openStore(location);
     const app = await buildApp({ config: loadConfig({ API_TOKEN: token }), store, logger: { ...loggerOptions('info'), stream } });
     try {
@@ -88,7 +88,7 @@ describe('logs', () => {
 
 describe('timeouts', () => {
   it('bound how long a slow client can hold a connection', async (t) => {
-    const server = await startFreshServer(STORES[0]!);
+    const server = await startFreshServer(sqlite);
     t.after(() => server.stop());
     const http = server.app.server;
     assert.deepEqual(

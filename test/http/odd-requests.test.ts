@@ -5,7 +5,7 @@ import { postJson, send } from '../helpers/http.js';
 import { createProduct, uniqueBarcode } from '../helpers/products.js';
 import { rawExchange } from '../helpers/raw-socket.js';
 import { startFreshServer, type RunningServer } from '../helpers/server.js';
-import { STORES } from '../helpers/stores.js';
+import { sqlite } from '../helpers/stores.js';
 
 const PROBLEM = 'application/problem+json; charset=utf-8';
 
@@ -159,7 +159,7 @@ describeEachStore('odd and hostile requests', { env: { PAGE_SIZE: '1' } }, (ctx)
 describe('page-number style, odd pages', () => {
   let server: RunningServer;
   before(async () => {
-    server = await startFreshServer(STORES[0]!, { PAGINATION: 'page-number' });
+    server = await startFreshServer(sqlite, { PAGINATION: 'page-number' });
   });
   after(() => server.stop());
 

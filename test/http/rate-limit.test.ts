@@ -3,11 +3,11 @@ import { describe, it, type TestContext } from 'node:test';
 import { send } from '../helpers/http.js';
 import { createProduct } from '../helpers/products.js';
 import { startFreshServer } from '../helpers/server.js';
-import { STORES } from '../helpers/stores.js';
+import { sqlite } from '../helpers/stores.js';
 
 describe('RATE_LIMIT', () => {
   it('answers 429 with Retry-After once a client goes over the limit', async () => {
-    const server = await startFreshServer(STORES[0]!, { RATE_LIMIT: '3/minute' });
+    const server = await startFreshServer(sqlite, { RATE_LIMIT: '3/minute' });
     try {
       const statuses = [];
       for (let i = 0; i < 3; i++) statuses.push((await send(`${server.url}/api/v2/shop/products`)).status);
@@ -29,7 +29,7 @@ describe('RATE_LIMIT', () => {
   });
 
   it('never counts the page, its assets or the API reference: only the calls to the API', async (t) => {
-    const server = await startFreshServer(STORES[0]!, { RATE_LIMIT: '2/minute' });
+    const server = await startFreshServer(sqlite, { RATE_LIMIT: '2/minute' });
     t.after(() => server.stop());
     // A person reloading the page gets it whole every time, styled and working.
     for (let i = 0; i < 3; i++) {
@@ -46,9 +46,9 @@ describe('RATE_LIMIT', () => {
   });
 
   it('counts each client behind a trusted proxy apart, and ignores forged headers otherwise', async (t) => {
-    const behind = await startFreshServer(STORES[0]!, { RATE_LIMIT: '2/minute', TRUST_PROXY: '1' });
+    const behind = await startFreshServer(sqlite, { RATE_LIMIT: '2/minute', TRUST_PROXY: '1' });
     t.after(() => behind.stop());
-    const direct = await startFreshServer(STORES[0]!, { RATE_LIMIT: '2/minute' });
+    const direct = await startFreshServer(sqlite, { RATE_LIMIT: '2/minute' });
     t.after(() => direct.stop());
     const get = (server: typeof behind, client: string) =>
       send(`${server.url}/api/v2/shop/products`, { headers: { 'X-Forwarded-For': client, 'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': 'shop.example' } });
@@ -63,7 +63,7 @@ describe('RATE_LIMIT', () => {
   });
 
   it('is off by default', async () => {
-    const server = await startFreshServer(STORES[0]!);
+    const server = await startFreshServer(sqlite);
     try {
       for (let i = 0; i < 5; i++) assert.equal((await send(`${server.url}/api/v2/shop/products`)).status, 200);
       assert.equal((await send(`${server.url}/api/v2/shop/products`)).headers['x-ratelimit-limit'], undefined);
@@ -76,7 +76,7 @@ describe('RATE_LIMIT', () => {
 describe('TRUST_PROXY', () => {
   /** A service behind a proxy at 127.0.0.1 with two products, and the `next` link a request gets. */
   async function behindProxy(t: TestContext): Promise<(headers: Record<string, string>) => Promise<string>> {
-    const server = await startFreshServer(STORES[0]!, { TRUST_PROXY: '127.0.0.1', PAGE_SIZE: '1' });
+    const server = await startFreshServer(sqlite, { TRUST_PROXY: '127.0.0.1', PAGE_SIZE: '1' });
     t.after(() => server.stop());
     await createProduct(server.url);
     await createProduct(server.url);

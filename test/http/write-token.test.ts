@@ -4,7 +4,7 @@ import { describeEachStore } from '../helpers/each-store.js';
 import { postJson, send } from '../helpers/http.js';
 import { listAll, uniqueBarcode } from '../helpers/products.js';
 import { startFreshServer } from '../helpers/server.js';
-import { STORES } from '../helpers/stores.js';
+import { sqlite } from '../helpers/stores.js';
 
 const TOKEN = 'test-token-0123456789abcdef';
 
@@ -58,12 +58,12 @@ describeEachStore('write token', { env: { API_TOKEN: TOKEN } }, (ctx) => {
 
 describe('without a token', () => {
   it('lets anyone create, and the preflight does not offer Authorization', async () => {
-    const server = await startFreshServer(STORES[0]!);
+    const server = await startFreshServer(sqlite);
     try {
       const res = await postJson(`${server.url}/api/v1/shop/product/`, JSON.stringify({ name: 'Open', barcode: uniqueBarcode(), price: '1.00' }));
       assert.equal(res.status, 201);
       const preflight = await send(`${server.url}/api/v1/shop/product/`, { method: 'OPTIONS' });
-      assert.equal(preflight.headers['access-control-allow-headers'], 'Content-Type, Idempotency-Key');
+      assert.equal(preflight.headers['access-control-allow-headers'], 'Content-Type, Idempotency-Key, Last-Event-ID');
     } finally {
       await server.stop();
     }

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { send } from '../helpers/http.js';
 import { createProduct } from '../helpers/products.js';
-import { passesWithin, withClient, writeOutside } from '../helpers/outside-writes.js';
+import { outsideSql } from '../helpers/outside-sql.js';
+import { passesWithin } from '../helpers/passes-within.js';
 import { spawnServer, type ChildServer } from '../helpers/child-server.js';
 import { postgres } from '../helpers/stores.js';
 import type { DatabaseLocation } from '../../src/config.js';
@@ -26,13 +27,13 @@ describe('the listening connection terminated by the database', { skip: postgres
   });
 
   /** The pids of this database's listener: its application_name names the schema's own channel. */
-  const listenerPids = (): Promise<number[]> =>
-    withClient(location.url, async (client) => {
-      const { rows } = await client.query<{ pid: number }>(
-        "SELECT pid FROM pg_stat_activity WHERE application_name = 'catalogue listener catalogue_' || md5(current_schema())",
-      );
-      return rows.map((row) => row.pid);
-    });
+  const listenerPids = async (): Promise<number[]> => {
+    const rows = await outsideSql<{ pid: number }>(
+      location,
+      "SELECT pid FROM pg_stat_activity WHERE application_name = 'catalogue listener catalogue_' || md5(current_schema())",
+    );
+    return rows.map((row) => row.pid);
+  };
 
   it('serves no stale answer, listens again, and the process stays up', async () => {
     const product = await createProduct(service.url, { price: '1.00' });
@@ -45,11 +46,9 @@ describe('the listening connection terminated by the database', { skip: postgres
     });
     assert.deepEqual((await send(url)).json, product);
 
-    const terminated = await withClient(location.url, (client) =>
-      client.query<{ done: boolean }>('SELECT pg_terminate_backend(pid) AS done FROM unnest($1::int[]) AS pid', [pids]),
-    );
-    assert.deepEqual(terminated.rows, [{ done: true }]);
-    await writeOutside(location, `UPDATE product SET price_cents = 200 WHERE pk = ${product.pk}`);
+    const terminated = await outsideSql(location, 'SELECT pg_terminate_backend($1::int) AS done', [pids[0]!]);
+    assert.deepEqual(terminated, [{ done: true }]);
+    await outsideSql(location, `UPDATE product SET price_cents = 200 WHERE pk = ${product.pk}`);
     await passesWithin(50, async () => assert.deepEqual((await send(url)).json, { ...product, price: '2.00' }));
 
     // Back within the reconnect's back-off, on a new backend.
@@ -58,7 +57,7 @@ describe('the listening connection terminated by the database', { skip: postgres
       assert.equal(now.length, 1);
       assert.notEqual(now[0], pids[0]);
     });
-    await writeOutside(location, `UPDATE product SET price_cents = 300 WHERE pk = ${product.pk}`);
+    await outsideSql(location, `UPDATE product SET price_cents = 300 WHERE pk = ${product.pk}`);
     await passesWithin(50, async () => assert.deepEqual((await send(url)).json, { ...product, price: '3.00' }));
     assert.equal((await send(`${service.url}/readyz`)).status, 200);
   });

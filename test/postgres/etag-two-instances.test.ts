@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { send } from '../helpers/http.js';
 import { createProduct } from '../helpers/products.js';
-import { passesWithin } from '../helpers/outside-writes.js';
+import { passesWithin } from '../helpers/passes-within.js';
 import { startServer, type RunningServer } from '../helpers/server.js';
 import { postgres } from '../helpers/stores.js';
 

@@ -52,6 +52,8 @@ const SCRIPT: readonly Step[] = [
   ['readiness', get('/readyz')],
 ];
 
+// Not `describeEachStore`: the answers of every database are compared with each other, so this needs
+// them all at once (and PostgreSQL among them).
 describe('the same requests on every database', { skip: postgres.skip }, () => {
   const servers = new Map<string, RunningServer>();
   before(async () => {

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { it, type TestContext } from 'node:test';
 import { foldForSearch } from '../../src/catalogue/search.js';
 import type { Product } from '../../src/catalogue/product.js';
-import { openStore } from '../../src/storage/open-store.js';
 import { openSqliteConnection } from '../../src/storage/sqlite/driver.js';
 import type { CatalogueStore } from '../../src/storage/store.js';
+import { describeEachStore } from '../helpers/each-store.js';
 import { insertManyProducts } from '../helpers/many-products.js';
-import { CONTRACT_STORES, type TestStore } from '../helpers/stores.js';
+import { CONTRACT_STORES } from '../helpers/stores.js';
 
 /** Enough products for several pieces of a broad search's read (SQLite reads 4,096 pks at a time). */
 const PRODUCTS = 10_000;
@@ -28,59 +28,49 @@ function fill(path: string): Product[] {
   }
 }
 
-async function withStore(testStore: TestStore, test: (store: CatalogueStore, path: string, products: Product[]) => Promise<void>): Promise<void> {
-  const { location, drop } = await testStore.create();
-  try {
+// SQLite only: the products are written straight into the file, and another connection writes between pieces.
+describeEachStore('a search of every name, read in pieces', { env: false, stores: CONTRACT_STORES.filter((each) => each.kind === 'sqlite') }, (ctx) => {
+  /** A store over a fresh file holding the products `fill` writes. */
+  const filled = async (t: TestContext): Promise<{ store: CatalogueStore; path: string; products: Product[] }> => {
+    const { location, open } = await ctx.freshDatabase(t);
+    const store = await open();
     const path = location.kind === 'sqlite' ? location.path : '';
-    const store = await openStore(location, testStore.storeOptions);
-    try {
-      await test(store, path, fill(path));
-    } finally {
-      await store.close();
+    return { store, path, products: fill(path) };
+  };
+
+  it('answers as one statement would, across pieces and gaps', async (t) => {
+    const { store, products } = await filled(t);
+    for (const text of ['k', 'ea']) {
+      const matches = products.filter((p) => foldForSearch(p.name).includes(text));
+      const { revision } = await store.describeCatalogue();
+      assert.equal(await store.countMatching({ search: text }), matches.length);
+      for (const [offset, limit] of [[0, 5], [800, 40], [matches.length - 3, 10], [matches.length, 5], [0, matches.length + 1]] as const) {
+        assert.deepEqual(await store.readFilteredPage({ search: text }, offset, limit), {
+          count: matches.length,
+          revision,
+          products: matches.slice(offset, offset + limit),
+        }, `${text} ${offset} ${limit}`);
+      }
+      for (const [after, limit] of [[0, 3], [2990, 5], [4000, 5], [matches.at(-2)!.pk, 5], [PRODUCTS, 5], [0, matches.length + 1]] as const) {
+        assert.deepEqual(await store.listFilteredAfter({ search: text }, after, limit), matches.filter((p) => p.pk > after).slice(0, limit), `${text} after ${after}`);
+      }
     }
-  } finally {
-    await drop();
-  }
-}
-
-for (const testStore of CONTRACT_STORES.filter((each) => each.name.startsWith('sqlite'))) {
-  describe(`a search of every name, read in pieces (${testStore.name})`, () => {
-    it('answers as one statement would, across pieces and gaps', async () => {
-      await withStore(testStore, async (store, _path, products) => {
-        for (const text of ['k', 'ea']) {
-          const matches = products.filter((p) => foldForSearch(p.name).includes(text));
-          const { revision } = await store.describeCatalogue();
-          assert.equal(await store.countMatching({ search: text }), matches.length);
-          for (const [offset, limit] of [[0, 5], [800, 40], [matches.length - 3, 10], [matches.length, 5], [0, matches.length + 1]] as const) {
-            assert.deepEqual(await store.readFilteredPage({ search: text }, offset, limit), {
-              count: matches.length,
-              revision,
-              products: matches.slice(offset, offset + limit),
-            }, `${text} ${offset} ${limit}`);
-          }
-          for (const [after, limit] of [[0, 3], [2990, 5], [4000, 5], [matches.at(-2)!.pk, 5], [PRODUCTS, 5], [0, matches.length + 1]] as const) {
-            assert.deepEqual(await store.listFilteredAfter({ search: text }, after, limit), matches.filter((p) => p.pk > after).slice(0, limit), `${text} after ${after}`);
-          }
-        }
-        assert.deepEqual(await store.readFilteredPage({ search: 'zz' }, 0, 5), { count: 0, revision: (await store.describeCatalogue()).revision, products: [] });
-      });
-    });
-
-    it('answers for one revision when another process writes between its pieces', async () => {
-      await withStore(testStore, async (store, path, products) => {
-        const other = openSqliteConnection(path);
-        try {
-          // After the first piece is read and before the second: the read gives the event loop a turn there.
-          const reading = store.readFilteredPage({ search: 'k' }, 0, 3);
-          setImmediate(() => other.exec(`DELETE FROM product WHERE pk = ${products.find((p) => p.name.endsWith('milk'))!.pk}`));
-          const page = await reading;
-          const now = await store.readFilteredPage({ search: 'k' }, 0, 3);
-          assert.deepEqual(page, now);
-          assert.equal(page.count, products.filter((p) => p.name.endsWith('milk')).length - 1);
-        } finally {
-          other.close();
-        }
-      });
-    });
+    assert.deepEqual(await store.readFilteredPage({ search: 'zz' }, 0, 5), { count: 0, revision: (await store.describeCatalogue()).revision, products: [] });
   });
-}
+
+  it('answers for one revision when another connection writes between its pieces', async (t) => {
+    const { store, path, products } = await filled(t);
+    const other = openSqliteConnection(path);
+    try {
+      // After the first piece is read and before the second: the read gives the event loop a turn there.
+      const reading = store.readFilteredPage({ search: 'k' }, 0, 3);
+      setImmediate(() => other.exec(`DELETE FROM product WHERE pk = ${products.find((p) => p.name.endsWith('milk'))!.pk}`));
+      const page = await reading;
+      const now = await store.readFilteredPage({ search: 'k' }, 0, 3);
+      assert.deepEqual(page, now);
+      assert.equal(page.count, products.filter((p) => p.name.endsWith('milk')).length - 1);
+    } finally {
+      other.close();
+    }
+  });
+});

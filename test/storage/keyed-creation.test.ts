@@ -17,7 +17,7 @@ describeEachStore('idempotency records and bulk insert', { env: false, stores: C
       { key: 'k', fingerprint: 'f1', createdAt: new Date(now - 2 * DAY_MS) },
       new Date(now - 3 * DAY_MS),
     );
-    assert.deepEqual(await store.findKeyedCreation('k', new Date(now - 3 * DAY_MS)), { fingerprint: 'f1', product: old });
+    assert.deepEqual(await store.findKeyedCreation('k', new Date(now - 3 * DAY_MS)), { fingerprint: 'f1', pk: old.pk, product: old });
     assert.equal(await store.findKeyedCreation('k', new Date(now - DAY_MS)), undefined);
 
     const reused = await store.createKeyedProduct(
@@ -25,7 +25,7 @@ describeEachStore('idempotency records and bulk insert', { env: false, stores: C
       { key: 'k', fingerprint: 'f2', createdAt: new Date(now) },
       new Date(now - DAY_MS),
     );
-    assert.deepEqual(await store.findKeyedCreation('k', new Date(now - DAY_MS)), { fingerprint: 'f2', product: reused });
+    assert.deepEqual(await store.findKeyedCreation('k', new Date(now - DAY_MS)), { fingerprint: 'f2', pk: reused.pk, product: reused });
   });
 
   it('tells a taken key from a taken barcode, and draws no pk for either', async (t) => {
@@ -37,7 +37,7 @@ describeEachStore('idempotency records and bulk insert', { env: false, stores: C
       store.createKeyedProduct({ name: 'Other', barcode: uniqueBarcode(), priceCents: 1 }, { key: 'k', fingerprint: 'f2', createdAt: now }, cutoff),
       (error: unknown) => {
         assert.ok(error instanceof IdempotencyKeyTakenError);
-        assert.deepEqual({ fingerprint: error.fingerprint, product: error.product }, { fingerprint: 'f1', product: first });
+        assert.deepEqual(error.creation, { fingerprint: 'f1', pk: first.pk, product: first });
         return true;
       },
     );

@@ -1,34 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import pg from 'pg';
 import type { DatabaseLocation } from '../../src/config.js';
 import { openStore } from '../../src/storage/open-store.js';
-import { openSqliteConnection } from '../../src/storage/sqlite/driver.js';
 import type { CatalogueStore } from '../../src/storage/store.js';
 import { describeEachStore } from '../helpers/each-store.js';
+import { outsideSql } from '../helpers/outside-sql.js';
 import { uniqueBarcode } from '../helpers/products.js';
 import { storedCount, storedProducts } from '../helpers/store-contents.js';
 import { CONTRACT_STORES } from '../helpers/stores.js';
-
-/** Runs SQL on the database behind the store's back, as another program (or an operator) would. */
-async function execBehind(location: DatabaseLocation, text: string): Promise<void> {
-  if (location.kind === 'sqlite') {
-    const db = openSqliteConnection(location.path);
-    try {
-      db.exec(text);
-    } finally {
-      db.close();
-    }
-    return;
-  }
-  const client = new pg.Client({ connectionString: location.url });
-  await client.connect();
-  try {
-    await client.query(text);
-  } finally {
-    await client.end();
-  }
-}
 
 describeEachStore('readPage and the catalogue state', { env: false, stores: CONTRACT_STORES }, (ctx) => {
   let location: DatabaseLocation;
@@ -62,7 +41,7 @@ describeEachStore('readPage and the catalogue state', { env: false, stores: CONT
     await check();
     // Gaps make the pks sparse: the constant-time shortcut must give way to the index walk.
     const all = await storedProducts(store);
-    await execBehind(location, `DELETE FROM product WHERE pk IN (${all[0]!.pk}, ${all[5]!.pk}, ${all[12]!.pk})`);
+    await outsideSql(location, `DELETE FROM product WHERE pk IN (${all[0]!.pk}, ${all[5]!.pk}, ${all[12]!.pk})`);
     assert.equal(await storedCount(store), all.length - 3);
     await check();
   });
@@ -74,7 +53,7 @@ describeEachStore('readPage and the catalogue state', { env: false, stores: CONT
     const after = await store.describeCatalogue();
     assert.equal(after.count, before.count + 1);
     assert.ok(after.revision > before.revision);
-    await execBehind(location, "UPDATE product SET name = 'Renamed' WHERE name = 'Revised'");
+    await outsideSql(location, "UPDATE product SET name = 'Renamed' WHERE name = 'Revised'");
     const renamed = await store.describeCatalogue();
     assert.equal(renamed.count, after.count);
     assert.ok(renamed.revision > after.revision);

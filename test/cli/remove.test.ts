@@ -1,0 +1,107 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { it, type TestContext } from 'node:test';
+import { databaseUrl } from '../helpers/child-server.js';
+import { runCli } from '../helpers/cli.js';
+import { describeEachStore } from '../helpers/each-store.js';
+import { postJson, send } from '../helpers/http.js';
+import { createProduct, listAll, uniqueBarcode } from '../helpers/products.js';
+
+function tempFile(t: TestContext, name: string, content: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'catalogue-remove-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, name);
+  writeFileSync(path, content);
+  return path;
+}
+
+describeEachStore('catalogue remove', { timeout: 120_000 }, (ctx) => {
+  const env = () => ({ DATABASE_URL: databaseUrl(ctx.server.location) });
+  const remove = (args: readonly string[]) => runCli('remove', args, env());
+
+  it('removes products by barcode: gone from every listing and count, 404, barcode free, pk never used again', async () => {
+    const { url } = ctx.server;
+    const kept = await createProduct(url, { name: 'Kept' });
+    const first = await createProduct(url, { name: 'First to go' });
+    const second = await createProduct(url, { name: 'Second to go' });
+
+    assert.deepEqual(await remove([first.barcode, second.barcode]), { code: 0, stdout: '', stderr: 'Removed 2 products.\n' });
+
+    assert.equal((await send(`${url}/api/v1/shop/product/${first.pk}`)).status, 404);
+    const all = await listAll(url);
+    assert.ok(all.some((p) => p.pk === kept.pk));
+    assert.ok(!all.some((p) => p.pk === first.pk || p.pk === second.pk));
+    const search = await send(`${url}/api/v2/shop/products?search=${encodeURIComponent('to go')}`);
+    assert.deepEqual((search.json as { count: number }).count, 0);
+    const byBarcode = await send(`${url}/api/v1/shop/products?barcode=${first.barcode}`);
+    assert.deepEqual(byBarcode.json, []);
+    // The barcode is free again, for a product with a new pk.
+    const again = await createProduct(url, { name: 'Back again', barcode: first.barcode });
+    assert.ok(again.pk > second.pk);
+  });
+
+  it('removes all or nothing: a barcode no product has, or one that is no barcode, is named and nothing goes', async (t) => {
+    const { url } = ctx.server;
+    const stays = await createProduct(url, { name: 'Stays' });
+    const unknown = uniqueBarcode();
+    const result = await remove([stays.barcode, unknown, '4006381333932']);
+    assert.deepEqual(result, {
+      code: 1,
+      stdout: '',
+      stderr: [
+        `argument 2: no product has barcode ${unknown}.`,
+        'argument 3: The EAN-13 check digit is wrong: expected 1, got 2.',
+        '2 barcodes are not valid or not in the catalogue; nothing was removed.',
+        '',
+      ].join('\n'),
+    });
+    assert.equal((await send(`${url}/api/v1/shop/product/${stays.pk}`)).status, 200);
+
+    // The same from a file: an export's CSV (barcode column among others) or one barcode per line.
+    const csv = tempFile(t, 'list.csv', `name,barcode,price\nStays,${stays.barcode},1.00\nGone,${unknown},2.00\n`);
+    const fromCsv = await remove(['--file', csv]);
+    assert.equal(fromCsv.code, 1);
+    assert.equal(fromCsv.stderr, `line 3: no product has barcode ${unknown}.\n1 barcode is not valid or not in the catalogue; nothing was removed.\n`);
+    assert.equal((await send(`${url}/api/v1/shop/product/${stays.pk}`)).status, 200);
+  });
+
+  it('reads barcodes from a file, one per line or in a CSV column, 12-digit UPC-A included', async (t) => {
+    const { url } = ctx.server;
+    const upc = await createProduct(url, { name: 'UPC product', barcode: '0036000291452' });
+    const lines = await createProduct(url, { name: 'From lines' });
+    const fromCsv = await createProduct(url, { name: 'From CSV' });
+    assert.deepEqual(await remove(['--file', tempFile(t, 'list.txt', `\n036000291452\n${lines.barcode}\n${lines.barcode}\n`)]), {
+      code: 0,
+      stdout: '',
+      stderr: 'Removed 2 products.\n',
+    });
+    assert.deepEqual(await remove(['--file', tempFile(t, 'list.csv', `barcode\r\n${fromCsv.barcode}\r\n`)]), { code: 0, stdout: '', stderr: 'Removed 1 product.\n' });
+    for (const product of [upc, lines, fromCsv]) assert.equal((await send(`${url}/api/v1/shop/product/${product.pk}`)).status, 404);
+  });
+
+  it('answers a replayed Idempotency-Key of a removed product with 410, creating nothing', async () => {
+    const { url } = ctx.server;
+    const body = JSON.stringify({ name: 'Keyed', barcode: uniqueBarcode(), price: '1.00' });
+    const created = await postJson(`${url}/api/v1/shop/product/`, body, { 'Idempotency-Key': 'remove-then-retry' });
+    assert.equal(created.status, 201);
+    const product = created.json as { pk: number; barcode: string };
+    assert.equal((await remove([product.barcode])).code, 0);
+    const retried = await postJson(`${url}/api/v1/shop/product/`, body, { 'Idempotency-Key': 'remove-then-retry' });
+    assert.equal(retried.status, 410);
+    assert.deepEqual(retried.json, {
+      type: 'about:blank',
+      title: 'Gone',
+      status: 410,
+      detail: `The product this Idempotency-Key created (pk ${product.pk}) has been removed from the catalogue since; it is not created again.`,
+      errors: { 'Idempotency-Key': ['Its product has been removed.'] },
+    });
+    assert.deepEqual((await send(`${url}/api/v1/shop/products?barcode=${product.barcode}`)).json, []);
+  });
+
+  it('refuses a wrong command line with exit status 2', async () => {
+    assert.equal((await remove([])).code, 2);
+    assert.equal((await remove(['--file', 'x.txt', '4006381333931'])).code, 2);
+  });
+});

@@ -1,0 +1,215 @@
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import { it } from 'node:test';
+import { describeEachStore } from '../helpers/each-store.js';
+import { changesOf, openEventStream } from '../helpers/event-stream.js';
+import { send } from '../helpers/http.js';
+import { outsideSql } from '../helpers/outside-sql.js';
+import { createProduct } from '../helpers/products.js';
+
+interface ChangePage {
+  version: number;
+  changes: Array<{ version: number; pk: number; product: { pk: number; name: string; barcode: string; price: string } | null }>;
+  next: string | null;
+}
+
+describeEachStore('the change feed: GET /api/v2/shop/changes', (ctx) => {
+  const feed = (query = '') => send(`${ctx.server.url}/api/v2/shop/changes${query}`);
+
+  it('lists every product changed after a version, a page at a time, with the catalogue\'s version', async () => {
+    const start = ((await feed()).json as ChangePage).version;
+    const first = await createProduct(ctx.server.url, { name: 'Feed one', price: '1.00' });
+    const second = await createProduct(ctx.server.url, { name: 'Feed two', price: '2.00' });
+    const third = await createProduct(ctx.server.url, { name: 'Feed three', price: '3.00' });
+
+    const page = await feed(`?since=${start}&limit=2&unknown=kept`);
+    assert.equal(page.status, 200);
+    assert.equal(page.headers['content-type'], 'application/json; charset=utf-8');
+    assert.deepEqual(page.json, {
+      version: start + 3,
+      changes: [
+        { version: start + 1, pk: first.pk, product: first },
+        { version: start + 2, pk: second.pk, product: second },
+      ],
+      next: `${ctx.server.url}/api/v2/shop/changes?limit=2&since=${start + 2}&unknown=kept`,
+    });
+    assert.deepEqual((await feed(`?since=${start + 2}&limit=2&unknown=kept`)).json, {
+      version: start + 3,
+      changes: [{ version: start + 3, pk: third.pk, product: third }],
+      next: null,
+    });
+    // Up to date: nothing, and the version to ask from next time.
+    assert.deepEqual((await feed(`?since=${start + 3}`)).json, { version: start + 3, changes: [], next: null });
+  });
+
+  it('gives a removed product as null, and leaves it out of a whole copy (since 0)', async () => {
+    const product = await createProduct(ctx.server.url, { name: 'Feed removed' });
+    const before = ((await feed(`?limit=1`)).json as ChangePage).version;
+    await outsideSql(ctx.server.location, `DELETE FROM product WHERE pk = ${product.pk}`);
+    assert.deepEqual((await feed(`?since=${before}`)).json, { version: before + 1, changes: [{ version: before + 1, pk: product.pk, product: null }], next: null });
+    const whole = (await feed('?limit=10000')).json as ChangePage;
+    assert.ok(!whole.changes.some((change) => change.pk === product.pk));
+  });
+
+  it('refuses a since ahead of the catalogue (another catalogue\'s copy) with 409', async () => {
+    const { version } = (await feed()).json as ChangePage;
+    const res = await feed(`?since=${version + 1}`);
+    assert.equal(res.status, 409);
+    assert.deepEqual(res.json, {
+      type: 'about:blank',
+      title: 'Conflict',
+      status: 409,
+      detail: `Version ${version + 1} is ahead of this catalogue's version ${version}: the copy does not come from this catalogue (a restored backup, another database). Start again from since=0.`,
+      errors: { since: [`The catalogue's version is ${version}.`] },
+    });
+  });
+
+  it('refuses bad parameters with a 400 naming each, and lowers a large limit', async () => {
+    for (const [query, errors] of [
+      ['?since=-1', { since: ['"-1" is not a whole number ≥ 0 in plain digits.'] }],
+      ['?since=1e3&limit=0', { since: ['"1e3" is not a whole number ≥ 0 in plain digits.'], limit: ['limit must be 1 or more; got 0.'] }],
+      ['?since=1&since=2', { since: ['Give since once; it was given 2 times.'] }],
+      ['?since=99999999999999999999', { since: ['since must be at most 9007199254740991.'] }],
+    ] as const) {
+      const res = await feed(query);
+      assert.equal(res.status, 400, query);
+      assert.deepEqual((res.json as { errors: unknown }).errors, errors, query);
+    }
+    await createProduct(ctx.server.url);
+    await createProduct(ctx.server.url);
+    const many = (await feed('?limit=1')).json as ChangePage;
+    assert.ok(many.next?.includes('limit=1'));
+    const lowered = await feed('?limit=99999999999999999999999');
+    assert.equal(lowered.status, 200);
+    assert.ok((lowered.json as ChangePage).changes.length <= 10_000);
+  });
+
+  it('answers If-None-Match with 304 while nothing changed, HEAD with the same headers', async () => {
+    const first = await feed('?limit=5');
+    const etag = first.headers.etag!;
+    assert.match(etag, /^"[A-Za-z0-9_-]+"$/);
+    assert.equal((await send(`${ctx.server.url}/api/v2/shop/changes?limit=5`, { headers: { 'If-None-Match': etag } })).status, 304);
+    const head = await send(`${ctx.server.url}/api/v2/shop/changes?limit=5`, { method: 'HEAD' });
+    assert.equal(head.status, 200);
+    assert.equal(head.headers.etag, etag);
+    await createProduct(ctx.server.url);
+    const after = await send(`${ctx.server.url}/api/v2/shop/changes?limit=5`, { headers: { 'If-None-Match': etag } });
+    // Still the first five changes, unless the new one is among them; the version has moved either way.
+    assert.equal(after.status, 200);
+    assert.notEqual(after.headers.etag, etag);
+  });
+});
+
+describeEachStore('the live change feed: text/event-stream', { env: { CHANGE_STREAMS_MAX: '3' } }, (ctx) => {
+  const streamUrl = (query = '') => `${ctx.server.url}/api/v2/shop/changes${query}`;
+  /** Resolves once the service counts `count` open streams (a client's close reaches it a moment later). */
+  const streamsOpen = async (count: number): Promise<void> => {
+    for (;;) {
+      const metrics = await send(`${ctx.server.url}/metrics`);
+      if (new RegExp(`^catalogue_change_streams ${count}$`, 'm').test(metrics.text)) return;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+
+  it('catches up, says caught-up, then sends each new change from any writer within a second', async () => {
+    const existing = await createProduct(ctx.server.url, { name: 'Before the stream' });
+    const stream = await openEventStream(streamUrl('?since=0'));
+    try {
+      assert.equal(stream.status, 200);
+      assert.equal(stream.headers['content-type'], 'text/event-stream; charset=utf-8');
+      assert.equal(stream.headers['cache-control'], 'no-store');
+      const caughtUp = await stream.waitFor((event) => event.event === 'caught-up');
+      const { version } = JSON.parse(caughtUp.data!) as { version: number };
+      assert.equal(caughtUp.id, String(version));
+      assert.ok(changesOf(stream.events).some((change) => change.pk === existing.pk));
+
+      // A create through the API, then a change by plain SQL behind the service's back.
+      const created = await createProduct(ctx.server.url, { name: 'While streaming', price: '4.00' });
+      const viaApi = await stream.waitFor((event) => event.event === 'change' && JSON.parse(event.data!).pk === created.pk, 1_000);
+      assert.deepEqual(JSON.parse(viaApi.data!), { version: version + 1, pk: created.pk, product: created });
+      assert.equal(viaApi.id, String(version + 1));
+      await outsideSql(ctx.server.location, `UPDATE product SET price_cents = 450 WHERE pk = ${created.pk}`);
+      const viaSql = await stream.waitFor((event) => event.event === 'change' && JSON.parse(event.data!).version === version + 2, 1_000);
+      assert.deepEqual(JSON.parse(viaSql.data!), { version: version + 2, pk: created.pk, product: { ...created, price: '4.50' } });
+      await outsideSql(ctx.server.location, `DELETE FROM product WHERE pk = ${created.pk}`);
+      const removal = await stream.waitFor((event) => event.event === 'change' && JSON.parse(event.data!).version === version + 3, 1_000);
+      assert.deepEqual(JSON.parse(removal.data!), { version: version + 3, pk: created.pk, product: null });
+      // Each version once, in order.
+      const versions = changesOf(stream.events).map((change) => change.version);
+      assert.deepEqual(versions, [...versions].sort((a, b) => a - b));
+      assert.equal(new Set(versions).size, versions.length);
+    } finally {
+      stream.close();
+    }
+  });
+
+  it('resumes after Last-Event-ID, which wins over since', async () => {
+    const first = await createProduct(ctx.server.url);
+    const second = await createProduct(ctx.server.url);
+    const { version } = (await send(streamUrl())).json as ChangePage;
+    const stream = await openEventStream(streamUrl('?since=0'), { 'Last-Event-ID': String(version - 1) });
+    try {
+      await stream.waitFor((event) => event.event === 'caught-up');
+      assert.deepEqual(
+        changesOf(stream.events).map((change) => change.pk),
+        [second.pk],
+      );
+      assert.ok(!changesOf(stream.events).some((change) => change.pk === first.pk));
+    } finally {
+      stream.close();
+    }
+  });
+
+  it('refuses a garbage Last-Event-ID with 400 and one ahead of the catalogue with 409', async () => {
+    const garbage = await openEventStream(streamUrl(), { 'Last-Event-ID': 'abc' });
+    assert.equal(garbage.status, 400);
+    await garbage.ended;
+    assert.deepEqual(JSON.parse(garbage.text()).errors, { 'Last-Event-ID': ['"abc" is not a whole number ≥ 0 in plain digits.'] });
+    const ahead = await openEventStream(streamUrl(), { 'Last-Event-ID': '999999999' });
+    assert.equal(ahead.status, 409);
+    await ahead.ended;
+  });
+
+  it('holds at most CHANGE_STREAMS_MAX streams, refusing more with 503 and Retry-After, and counts them in /metrics', async () => {
+    await streamsOpen(0);
+    const open = await Promise.all([1, 2, 3].map(() => openEventStream(streamUrl())));
+    try {
+      for (const stream of open) await stream.waitFor((event) => event.event === 'caught-up');
+      const refused = await openEventStream(streamUrl());
+      assert.equal(refused.status, 503);
+      assert.equal(refused.headers['retry-after'], '1');
+      await refused.ended;
+      const metrics = await send(`${ctx.server.url}/metrics`);
+      assert.match(metrics.text, /^catalogue_change_streams 3$/m);
+    } finally {
+      for (const stream of open) stream.close();
+    }
+    // A closed stream frees its place.
+    await streamsOpen(0);
+    const again = await openEventStream(streamUrl());
+    assert.equal(again.status, 200);
+    again.close();
+  });
+
+  it('disconnects a client that stops reading instead of buffering for it without end', async () => {
+    await streamsOpen(0);
+    const { version } = (await send(streamUrl())).json as ChangePage;
+    // A client that sends its request and then reads nothing.
+    const socket = connect(Number(new URL(ctx.server.url).port), '127.0.0.1');
+    socket.write(`GET /api/v2/shop/changes?since=${version} HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n\r\n`);
+    socket.pause();
+    await streamsOpen(1);
+    // Some twenty megabytes of changes in one statement: far more than the socket buffers and the
+    // service keep for one client.
+    const name = `'${'Long name '.repeat(19)}'`;
+    const series =
+      ctx.server.location.kind === 'sqlite'
+        ? `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 60000) SELECT ${name} || i, lower(${name}) || i, printf('29%011d', i), i FROM n`
+        : `SELECT ${name} || i, lower(${name}) || i, '29' || lpad(i::text, 11, '0'), i FROM generate_series(1, 60000) AS i`;
+    await outsideSql(ctx.server.location, `INSERT INTO product (name, name_folded, barcode, price_cents) ${series}`);
+    // The service lets it go (a paused socket only hears of it once it reads again).
+    await streamsOpen(0);
+    socket.destroy();
+    assert.equal((await send(`${ctx.server.url}/healthz`)).status, 200);
+  });
+});

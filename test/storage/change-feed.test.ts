@@ -1,0 +1,229 @@
+import assert from 'node:assert/strict';
+import { it, type TestContext } from 'node:test';
+import type { NewProduct } from '../../src/catalogue/product.js';
+import { migrateUpTo } from '../../src/storage/migrations.js';
+import { openDialect, openStore } from '../../src/storage/open-store.js';
+import type { DatabaseLocation } from '../../src/config.js';
+import type { CatalogueStore, Change } from '../../src/storage/store.js';
+import { describeEachStore } from '../helpers/each-store.js';
+import { outsideSql, withClient } from '../helpers/outside-sql.js';
+import { uniqueBarcode } from '../helpers/products.js';
+import { storedProducts } from '../helpers/store-contents.js';
+import { CONTRACT_STORES, postgres, type TestStore } from '../helpers/stores.js';
+
+function newProduct(name: string, priceCents = 100): NewProduct {
+  return { name, barcode: uniqueBarcode(), priceCents };
+}
+
+/** A store over a new empty database, with where it is, closed and dropped after test `t`. */
+async function freshStoreWithLocation(testStore: TestStore, t: TestContext): Promise<{ store: CatalogueStore; location: DatabaseLocation }> {
+  const { location, drop } = await testStore.create();
+  const store = await openStore(location, testStore.storeOptions);
+  t.after(async () => {
+    await store.close();
+    await drop();
+  });
+  return { store, location };
+}
+
+/** Every change after `since`, read `limit` at a time as a client following the feed would. */
+async function changesSince(store: CatalogueStore, since: number, limit = 2): Promise<{ version: number; changes: Change[] }> {
+  const changes: Change[] = [];
+  for (let after = since; ; ) {
+    const page = await store.readChanges(after, limit);
+    changes.push(...page.changes);
+    if (!page.more) return { version: page.version, changes };
+    after = page.changes.at(-1)!.version;
+  }
+}
+
+describeEachStore('versions and the change feed', { env: false, stores: CONTRACT_STORES }, (ctx) => {
+  const freshStore = (t: TestContext) => freshStoreWithLocation(ctx.testStore, t);
+  it('starts at version 0 with no changes', async (t) => {
+    const { store } = await freshStore(t);
+    assert.deepEqual(await store.readChanges(0, 10), { version: 0, changes: [], more: false });
+    assert.equal((await store.describeCatalogue()).version, 0);
+  });
+
+  it('gives every stored product the next version, in order, read a page at a time', async (t) => {
+    const { store } = await freshStore(t);
+    const first = await store.createProduct(newProduct('Espresso'));
+    const second = await store.createProduct(newProduct('Tea'));
+    const third = await store.createProduct(newProduct('Milk'));
+    const page = await store.readChanges(0, 2);
+    assert.deepEqual(page, {
+      version: 3,
+      changes: [
+        { version: 1, pk: first.pk, product: first },
+        { version: 2, pk: second.pk, product: second },
+      ],
+      more: true,
+    });
+    assert.deepEqual(await store.readChanges(2, 2), { version: 3, changes: [{ version: 3, pk: third.pk, product: third }], more: false });
+    assert.deepEqual(await store.readChanges(3, 2), { version: 3, changes: [], more: false });
+    assert.equal((await store.describeCatalogue()).version, 3);
+  });
+
+  it('gives a product changed by plain SQL a new version, and none for an update that changes nothing', async (t) => {
+    const { store, location } = await freshStore(t);
+    const espresso = await store.createProduct(newProduct('Espresso', 1299));
+    const tea = await store.createProduct(newProduct('Tea', 350));
+    await outsideSql(location, `UPDATE product SET price_cents = 1399 WHERE pk = ${espresso.pk}`);
+    // The same values again, and a folded copy alone: no change to the product.
+    await outsideSql(location, `UPDATE product SET price_cents = 350, name = 'Tea' WHERE pk = ${tea.pk}`);
+    await outsideSql(location, `UPDATE product SET name_folded = NULL WHERE pk = ${tea.pk}`);
+    // A search folds the name again: no change either.
+    assert.equal(await store.countMatching({ search: 'tea' }), 1);
+    assert.deepEqual(await changesSince(store, 2), { version: 3, changes: [{ version: 3, pk: espresso.pk, product: { ...espresso, priceCents: 1399 } }] });
+  });
+
+  it('versions every row a statement changes, and a removal keeps its version with no product', async (t) => {
+    const { store, location } = await freshStore(t);
+    const products = [];
+    for (const name of ['A', 'B', 'C', 'D']) products.push(await store.createProduct(newProduct(name, 100)));
+    const [a, b, c, d] = products as [(typeof products)[number], (typeof products)[number], (typeof products)[number], (typeof products)[number]];
+    await outsideSql(location, `UPDATE product SET price_cents = price_cents + 1 WHERE pk IN (${a.pk}, ${c.pk}, ${d.pk})`);
+    await outsideSql(location, `DELETE FROM product WHERE pk IN (${b.pk}, ${d.pk})`);
+    const { version, changes } = await changesSince(store, 4);
+    assert.equal(version, 9);
+    // Each product once, in its state now, in the order of its last change.
+    assert.deepEqual(
+      changes.map((change) => [change.pk, change.product?.priceCents]),
+      [
+        [a.pk, 101],
+        [c.pk, 101],
+        [b.pk, undefined],
+        [d.pk, undefined],
+      ],
+    );
+    assert.deepEqual(
+      changes.map((change) => change.version),
+      [5, 6, 8, 9],
+    );
+    // A new copy has nothing to remove: from 0, removed products are left out.
+    assert.deepEqual(
+      (await changesSince(store, 0)).changes.map((change) => change.pk),
+      [a.pk, c.pk],
+    );
+    assert.deepEqual(await store.describeCatalogue().then(({ count, version }) => ({ count, version })), { count: 2, version: 9 });
+    assert.deepEqual(
+      (await storedProducts(store)).map((product) => product.pk),
+      [a.pk, c.pk],
+    );
+  });
+
+  it('lets plain SQL remove a product created with an idempotency key', async (t) => {
+    const { store, location } = await freshStore(t);
+    const product = await store.createKeyedProduct(newProduct('Keyed'), { key: 'remove-me', fingerprint: 'f', createdAt: new Date() }, new Date(0));
+    await outsideSql(location, `DELETE FROM product WHERE pk = ${product.pk}`);
+    assert.equal(await store.findProduct(product.pk), undefined);
+    assert.deepEqual((await store.readChanges(1, 10)).changes, [{ version: 2, pk: product.pk, product: undefined }]);
+  });
+});
+
+describeEachStore('the change feed on a catalogue from before versions', { env: false }, (ctx) => {
+  it('gives the products already stored versions 1..count in pk order', async (t) => {
+    const { location, drop } = await ctx.testStore.create();
+    t.after(drop);
+    const dialect = openDialect(location, { poolMax: 1 }, 'migrate');
+    try {
+      await migrateUpTo(dialect, '0006_price_limit');
+    } finally {
+      await dialect.close();
+    }
+    await outsideSql(location, "INSERT INTO product (name, name_folded, barcode, price_cents) VALUES ('One', 'one', '4006381333931', 100), ('Two', 'two', '3017620422003', 200)");
+    await outsideSql(location, "DELETE FROM product WHERE name = 'One'");
+    await outsideSql(location, "INSERT INTO product (name, name_folded, barcode, price_cents) VALUES ('Three', 'three', '4006381333931', 300)");
+    const store = await openStore(location);
+    t.after(() => store.close());
+    const page = await store.readChanges(0, 10);
+    assert.deepEqual(
+      page.changes.map(({ version, product }) => [version, product?.name]),
+      [
+        [1, 'Two'],
+        [2, 'Three'],
+      ],
+    );
+    assert.deepEqual(await store.describeCatalogue().then(({ count, version }) => ({ count, version })), { count: 2, version: 2 });
+  });
+});
+
+describeEachStore('versions under concurrent writers', { env: false, stores: [postgres] }, (ctx) => {
+  const freshStore = (t: TestContext) => freshStoreWithLocation(ctx.testStore, t);
+  it('makes a writer wait for the transaction that drew versions before it, so versions follow commit order', async (t) => {
+    const { store, location } = await freshStore(t);
+    const first = await store.createProduct(newProduct('First'));
+    const second = await store.createProduct(newProduct('Second'));
+    const { url } = location as { url: string };
+    await withClient(url, async (holder) => {
+      await holder.query('BEGIN');
+      await holder.query(`UPDATE product SET price_cents = 500 WHERE pk = ${first.pk}`);
+      // Another writer, on another product, must wait until the first commits.
+      const other = withClient(url, (client) => client.query(`UPDATE product SET price_cents = 600 WHERE pk = ${second.pk}`));
+      await waitForLockWaiter(url, `UPDATE product SET price_cents = 600 WHERE pk = ${second.pk}`);
+      // Meanwhile a reader sees neither change.
+      assert.deepEqual((await store.readChanges(2, 10)).changes, []);
+      await holder.query('COMMIT');
+      await other;
+    });
+    assert.deepEqual(
+      (await store.readChanges(2, 10)).changes.map(({ version, pk }) => [version, pk]),
+      [
+        [3, first.pk],
+        [4, second.pk],
+      ],
+    );
+  });
+
+  it('keeps its bookkeeping to one update of the state per statement, whatever the rows', async (t) => {
+    const { store, location } = await freshStore(t);
+    const { url } = location as { url: string };
+    // The updates a transaction made to catalogue_state, read inside it (counts of the transaction itself).
+    const stateUpdates = (rows: number) =>
+      withClient(url, async (client) => {
+        await client.query('BEGIN');
+        await client.query(
+          `INSERT INTO product (name, name_folded, barcode, price_cents)
+           SELECT 'Bulk ' || n, 'bulk ' || n, lpad((${rows * 10} + n)::text, 13, '9'), n FROM generate_series(1, ${rows}) AS n`,
+        );
+        await client.query('UPDATE product SET price_cents = price_cents + 1');
+        await client.query('DELETE FROM product');
+        const { rows: stats } = await client.query<{ updates: string }>(
+          "SELECT n_tup_upd AS updates FROM pg_stat_xact_user_tables WHERE relid = 'catalogue_state'::regclass",
+        );
+        await client.query('ROLLBACK');
+        return Number(stats[0]?.updates);
+      });
+    assert.deepEqual([await stateUpdates(1_000), await stateUpdates(4_000)], [3, 3]);
+  });
+
+  it('removes every product on TRUNCATE, each with a version', async (t) => {
+    const { store, location } = await freshStore(t);
+    const first = await store.createProduct(newProduct('First'));
+    const second = await store.createProduct(newProduct('Second'));
+    await outsideSql(location, 'TRUNCATE product');
+    assert.deepEqual(await store.readChanges(2, 10), {
+      version: 4,
+      changes: [
+        { version: 3, pk: first.pk, product: undefined },
+        { version: 4, pk: second.pk, product: undefined },
+      ],
+      more: false,
+    });
+    assert.equal((await store.describeCatalogue()).count, 0);
+  });
+});
+
+/** Resolves once a connection running a statement like `pattern` waits for the catalogue's write lock. */
+async function waitForLockWaiter(url: string, pattern: string): Promise<void> {
+  await withClient(url, async (client) => {
+    for (;;) {
+      const { rows } = await client.query(
+        "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory' AND query LIKE $1",
+        [pattern],
+      );
+      if (Number(rows[0].n) > 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  });
+}
