@@ -185,6 +185,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/shop/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What changed since a version: to keep a copy of the catalogue in step
+         * @description Every product whose version is greater than `since`, once, in its state now, in version order; `product: null` means it was removed (left out when `since` is 0: a new copy has nothing to remove).
+         *     `version` is the catalogue's version in the same snapshot: keep it and ask `since=` it next time. `next` is null when the answer holds every change up to `version`; otherwise follow it.
+         *     A client that always resumes from a version it was given never misses a change and never sees one out of order, whatever writes at the same time on however many instances.
+         *
+         *     With `Accept: text/event-stream` (a browser's EventSource) the answer is a stream of server-sent events: every change after the starting point (`Last-Event-ID` when sent, else `since`) as `event: change` with `id:` its version, then `event: caught-up` (data `{"version": N}`), then each new change as it is committed. A comment line every 15 s keeps proxies from closing it.
+         *
+         *     Carries a strong ETag (JSON answers); send it back in If-None-Match for a 304 while nothing changed.
+         */
+        get: operations["listChanges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /**
+         * CORS preflight
+         * @description Answered 200 for any caller, with or without `Origin`, whatever body it carries. Ordinary answers carry `Access-Control-Allow-Origin` too.
+         */
+        options: operations["listChangesPreflight"];
+        /**
+         * Headers only: What changed since a version: to keep a copy of the catalogue in step
+         * @description The same status and headers as GET, without a body: a cheap check that the answer exists or changed.
+         */
+        head: operations["listChangesHeaders"];
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -280,6 +314,25 @@ export interface components {
             barcode: string;
             /** @description A decimal string ("12.50") or a plain JSON number (12.5); ≥ 0, at most 2 decimals, at most 10 digits before the point. Exponent forms are refused. */
             price: string | number;
+        };
+        Change: {
+            /** @description The version of this change: the product's last. */
+            version: number;
+            /**
+             * @description Assigned by the service; never reused.
+             * @example 1
+             */
+            pk: number;
+            /** @description The product as it is now, or null: removed. */
+            product: components["schemas"]["Product"] | null;
+        };
+        ChangePage: {
+            /** @description The catalogue's version when the changes were read: ask `since=` it next time. */
+            version: number;
+            /** @description Every product changed after `since`, once, in version order. */
+            changes: components["schemas"]["Change"][];
+            /** @description The rest of the changes up to `version`, or null: this answer holds them all. */
+            next: string | null;
         };
     };
     responses: never;
@@ -409,7 +462,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database cannot be reached; nothing was changed. Retry after the seconds in Retry-After. */
+            /** @description The database cannot be reached, did not answer in time, or (for a write) is busy with another write for longer than the service waits; nothing was changed. Retry after the seconds in Retry-After. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -488,7 +541,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The database cannot be reached; nothing was changed. Retry after the seconds in Retry-After. */
+            /** @description The database cannot be reached, did not answer in time, or (for a write) is busy with another write for longer than the service waits; nothing was changed. Retry after the seconds in Retry-After. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -531,7 +584,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database cannot be reached; nothing was changed. Retry after the seconds in Retry-After. */
+            /** @description The database cannot be reached, did not answer in time, or (for a write) is busy with another write for longer than the service waits; nothing was changed. Retry after the seconds in Retry-After. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -615,7 +668,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The database cannot be reached; nothing was changed. Retry after the seconds in Retry-After. */
+            /** @description The database cannot be reached, did not answer in time, or (for a write) is busy with another write for longer than the service waits; nothing was changed. Retry after the seconds in Retry-After. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -677,7 +730,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database cannot be reached; nothing was changed. Retry after the seconds in Retry-After. */
+            /** @description The database cannot be reached, did not answer in time, or (for a write) is busy with another write for longer than the service waits; nothing was changed. Retry after the seconds in Retry-After. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -780,7 +833,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The database cannot be reached; nothing was changed. Retry after the seconds in Retry-After. */
+            /** @description The database cannot be reached, did not answer in time, or (for a write) is busy with another write for longer than the service waits; nothing was changed. Retry after the seconds in Retry-After. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -795,7 +848,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: a repeat within 24 h with the same product replays the first 201 and creates nothing; with a different product it is a 422. 1 to 255 visible ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe: a repeat within 24 h with the same product replays the first 201 and creates nothing; with a different product it is a 422; when the product it created has been removed since, a 410. 1 to 255 visible ASCII characters, e.g. a UUID. */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -838,6 +891,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The Idempotency-Key created a product that has been removed since; it is not created again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The body is larger than 16384 bytes (refused at once when Content-Length declares it). */
             413: {
                 headers: {
@@ -865,7 +927,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database cannot be reached; nothing was changed. Retry after the seconds in Retry-After. */
+            /** @description The database cannot be reached, did not answer in time, or (for a write) is busy with another write for longer than the service waits; nothing was changed. Retry after the seconds in Retry-After. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -972,7 +1034,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database cannot be reached; nothing was changed. Retry after the seconds in Retry-After. */
+            /** @description The database cannot be reached, did not answer in time, or (for a write) is busy with another write for longer than the service waits; nothing was changed. Retry after the seconds in Retry-After. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -1075,7 +1137,187 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The database cannot be reached; nothing was changed. Retry after the seconds in Retry-After. */
+            /** @description The database cannot be reached, did not answer in time, or (for a write) is busy with another write for longer than the service waits; nothing was changed. Retry after the seconds in Retry-After. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    listChanges: {
+        parameters: {
+            query?: {
+                /**
+                 * @description A version: a whole number ≥ 0 in plain digits; absent: 0 (a whole copy).
+                 * @example 1202
+                 */
+                since?: string;
+                /**
+                 * @description Changes in this answer: a whole number ≥ 1 in plain digits; default 1000; above 10000, 10000. Not for streams.
+                 * @example 500
+                 */
+                limit?: string;
+            };
+            header?: {
+                /** @description With text/event-stream: the version to resume after (EventSource sends it when it reconnects); wins over `since`. */
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of changes (JSON), or the stream of them (text/event-stream). */
+            200: {
+                headers: {
+                    /** @description A strong validator of these exact bytes: send it back in If-None-Match for a 304 while they are unchanged. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChangePage"];
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Not modified: the ETag in If-None-Match is still current. No body. */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `since`, `limit` or `Last-Event-ID` is not valid; `errors` names it. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `since` is ahead of this catalogue's version: the copy does not come from this catalogue (a restored backup, another database). Start again from 0. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database cannot be reached, did not answer in time, or (for a write) is busy with another write for longer than the service waits; nothing was changed. Retry after the seconds in Retry-After. For a stream also: this instance holds as many streams as it may (CHANGE_STREAMS_MAX); retry after 1 s or on another instance. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listChangesPreflight: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The preflight answer; no body. */
+            200: {
+                headers: {
+                    Allow?: string;
+                    /** @description `*` unless the deployment lists origins (CORS_ORIGIN). */
+                    "Access-Control-Allow-Origin"?: string;
+                    "Access-Control-Allow-Methods"?: string;
+                    "Access-Control-Allow-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The `Host` header is not a plain host name or address with an optional port (RFC 9112 §3.2). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The service is overloaded right now; nothing was done. Retry after the seconds in Retry-After. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listChangesHeaders: {
+        parameters: {
+            query?: {
+                /**
+                 * @description A version: a whole number ≥ 0 in plain digits; absent: 0 (a whole copy).
+                 * @example 1202
+                 */
+                since?: string;
+                /**
+                 * @description Changes in this answer: a whole number ≥ 1 in plain digits; default 1000; above 10000, 10000. Not for streams.
+                 * @example 500
+                 */
+                limit?: string;
+            };
+            header?: {
+                /** @description With text/event-stream: the version to resume after (EventSource sends it when it reconnects); wins over `since`. */
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of changes (JSON), or the stream of them (text/event-stream). */
+            200: {
+                headers: {
+                    /** @description A strong validator of these exact bytes: send it back in If-None-Match for a 304 while they are unchanged. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not modified: the ETag in If-None-Match is still current. No body. */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `since`, `limit` or `Last-Event-ID` is not valid; `errors` names it. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `since` is ahead of this catalogue's version: the copy does not come from this catalogue (a restored backup, another database). Start again from 0. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The database cannot be reached, did not answer in time, or (for a write) is busy with another write for longer than the service waits; nothing was changed. Retry after the seconds in Retry-After. For a stream also: this instance holds as many streams as it may (CHANGE_STREAMS_MAX); retry after 1 s or on another instance. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */

@@ -3,9 +3,11 @@
  * (default http://localhost:8000; set API_TOKEN when the service needs one).
  */
 import { randomInt, randomUUID } from 'node:crypto';
+import { OfflineCopy } from './offline-copy.js';
 import { CatalogueError, createTill } from './till.js';
 
-const till = createTill({ baseUrl: process.argv[2] ?? 'http://localhost:8000', token: process.env['API_TOKEN'] });
+const baseUrl = process.argv[2] ?? 'http://localhost:8000';
+const till = createTill({ baseUrl, token: process.env['API_TOKEN'] });
 
 /** A barcode for goods priced in the shop itself: GS1 keeps prefix 2 for such in-store numbers. */
 function inStoreBarcode(): string {
@@ -35,6 +37,26 @@ try {
     products += page.length;
   }
   console.log(`catalogue: products ${products}, pages of 50 ${pages}`);
+
+  // The till's own copy: made from the change feed, then kept in step by its live stream.
+  const copy = new OfflineCopy(baseUrl);
+  await copy.sync();
+  console.log(`offline copy: products ${copy.products().length} at version ${copy.version}`);
+  const following = copy.follow();
+  await following.caughtUp;
+  const rolls = { name: 'Bread rolls, 6', barcode: inStoreBarcode(), price: '2.40' };
+  const heard = new Promise<void>((resolve) => {
+    const check = setInterval(() => {
+      if (copy.scan(rolls.barcode) === undefined) return;
+      clearInterval(check);
+      resolve();
+    }, 10);
+  });
+  await till.create(rolls);
+  await heard;
+  following.stop();
+  const found = copy.scan(rolls.barcode)!;
+  console.log(`offline copy: heard of ${found.name} (pk ${found.pk}); products ${copy.products().length}`);
 } catch (error) {
   if (!(error instanceof CatalogueError)) throw error;
   console.error(`The catalogue refused: ${error.status} ${error.message} ${JSON.stringify(error.problem?.errors ?? {})}`);

@@ -42,16 +42,14 @@ export function createTill({ baseUrl, token }: TillOptions) {
 
   return {
     /**
-     * The product a scanned barcode names, or `undefined` when the catalogue has none. A 12-digit
-     * UPC-A is read as the EAN-13 it stands for (a leading 0), as the catalogue matches it.
+     * The product a scanned barcode names, or `undefined` when the catalogue has none, asked of the
+     * service (the barcode filter answers from an index). A 12-digit UPC-A is matched as the EAN-13 it
+     * stands for (a leading 0). For look-ups without a round trip, keep an OfflineCopy.
      */
     async scan(barcode: string): Promise<Product | undefined> {
-      const ean13 = /^[0-9]{12}$/.test(barcode) ? `0${barcode}` : barcode;
-      // The barcode filter (GET /api/v1/shop/products?barcode=..., docs/API.md "Finding products")
-      // answers this from an index. Until the service's document offers it, the till reads the list.
-      const { data, error, response } = await client.GET('/api/v1/shop/products');
+      const { data, error, response } = await client.GET('/api/v1/shop/products', { params: { query: { barcode } } });
       if (data === undefined) throw new CatalogueError(response.status, error);
-      return data.find((product) => product.barcode === ean13);
+      return data[0];
     },
 
     /** One product by its pk, or `undefined` when no product has it. */
