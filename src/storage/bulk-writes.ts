@@ -50,7 +50,10 @@ export class BulkWrites {
     return this.#inSteps('price list', batches, options, { added: 0, changed: 0, unchanged: 0 }, async (journal, trx, chunk) => {
       const withList = sql`WITH price_list (ord, barcode, name, name_folded, price_cents) AS (${priceListRows(chunk, listed)})`;
       listed += chunk.length;
-      const changes = sql<boolean>`product.barcode = price_list.barcode AND (product.name <> price_list.name OR product.price_cents <> price_list.price_cents)`;
+      // The IN makes SQLite look the listed barcodes up in the product's index: left to itself, with
+      // parameters it scans every product once per step, and a price list grows quadratic.
+      const changes = sql<boolean>`product.barcode = price_list.barcode AND product.barcode IN (SELECT barcode FROM price_list)
+        AND (product.name <> price_list.name OR product.price_cents <> price_list.price_cents)`;
       // The products it changes, as they were, then the change.
       await journal.recordRows(trx, 'changed', { with: withList, from: sql`product JOIN price_list ON ${changes}` });
       const updated = await sql`
@@ -139,7 +142,8 @@ export class BulkWrites {
 function priceListRows(products: readonly NewProduct[], firstOrd: number) {
   const rows = products.map((product, i) => {
     const row = newProductRow(product);
-    return sql`(${sql.lit(firstOrd + i)}, cast(${row.barcode} as text), cast(${row.name} as text), cast(${row.name_folded} as text), cast(${row.price_cents} as bigint))`;
+    return sql`(cast(${firstOrd + i} as bigint), cast(${row.barcode} as text), cast(${row.name} as text), cast(${row.name_folded} as text), cast(${row.price_cents} as bigint))`;
   });
   return sql<{ ord: number } & NewProductRow>`VALUES ${sql.join(rows)}`;
 }
+

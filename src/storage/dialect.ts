@@ -81,6 +81,8 @@ export interface DialectMigrations {
    * records' foreign key to `product` dropped.
    */
   readonly changeFeed: Migration;
+  /** 0009: the trigram index rewritten only for a folded name that changed. */
+  readonly searchIndexOnChange: Migration;
   /** The schema holding Kysely's bookkeeping tables, or `undefined` where the database has one. */
   migrationTableSchema(db: Kysely<unknown>): Promise<string | undefined>;
 }

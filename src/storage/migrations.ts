@@ -166,6 +166,12 @@ function migrationsFor(dialect: StoreDialect): Record<string, Migration> {
         await db.schema.dropTable('bulk_write').execute();
       },
     },
+    '0009_search_index_on_change': {
+      // A write that leaves a folded name as it was (a price list changing prices) no longer rewrites
+      // the name's entry in the trigram index, where the database would otherwise do so.
+      up: (db: Kysely<unknown>) => own.searchIndexOnChange.up(db),
+      down: async (db: Kysely<unknown>) => own.searchIndexOnChange.down?.(db),
+    },
   };
 }
 

@@ -32,6 +32,13 @@ export const sqliteMigrations: DialectMigrations = {
   changeFeed: {
     up: (db) => run(db, CHANGE_FEED),
   },
+  // UPDATE OF fires whenever the column is SET, even to its own value: a price list sets every
+  // listed row's name_folded, and rewriting a name's trigrams in FTS5 costs more the larger the
+  // index (the common trigrams' lists are rewritten), so that price lists grew quadratic.
+  searchIndexOnChange: {
+    up: (db) => run(db, ['DROP TRIGGER product_search_update', searchUpdateTrigger('WHEN new.name_folded IS NOT old.name_folded')]),
+    down: (db) => run(db, ['DROP TRIGGER product_search_update', searchUpdateTrigger('')]),
+  },
   // One database per file: Kysely's tables are in it.
   migrationTableSchema: async () => undefined,
 };
@@ -64,16 +71,21 @@ const SEARCH = [
   `CREATE TRIGGER product_search_delete AFTER DELETE ON product WHEN old.name_folded IS NOT NULL BEGIN
      INSERT INTO product_search (product_search, rowid, name_folded) VALUES ('delete', old.pk, old.name_folded);
    END`,
-  `CREATE TRIGGER product_search_update AFTER UPDATE OF name_folded ON product BEGIN
-     INSERT INTO product_search (product_search, rowid, name_folded) SELECT 'delete', old.pk, old.name_folded WHERE old.name_folded IS NOT NULL;
-     INSERT INTO product_search (rowid, name_folded) SELECT new.pk, new.name_folded WHERE new.name_folded IS NOT NULL;
-   END`,
+  searchUpdateTrigger(''),
   // A name changed without its folded copy (plain SQL): clear the copy, so the store folds it again.
   `CREATE TRIGGER product_name_changed AFTER UPDATE OF name ON product
      WHEN new.name IS NOT old.name AND new.name_folded IS old.name_folded AND new.name_folded IS NOT NULL BEGIN
      UPDATE product SET name_folded = NULL WHERE pk = new.pk;
    END`,
 ];
+
+/** The trigger keeping a name's entry in the trigram index when its folded copy is set. */
+function searchUpdateTrigger(when: string): string {
+  return `CREATE TRIGGER product_search_update AFTER UPDATE OF name_folded ON product ${when} BEGIN
+     INSERT INTO product_search (product_search, rowid, name_folded) SELECT 'delete', old.pk, old.name_folded WHERE old.name_folded IS NOT NULL;
+     INSERT INTO product_search (rowid, name_folded) SELECT new.pk, new.name_folded WHERE new.name_folded IS NOT NULL;
+   END`;
+}
 
 /** A change's version: the state's, raised just before by the same trigger. */
 const NEXT_VERSION = '(SELECT version FROM catalogue_state WHERE id = 0)';
