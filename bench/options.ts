@@ -19,12 +19,16 @@ export interface BenchOptions {
   readonly only: readonly string[];
   /** Other builds of the service driven in the same run, for before/after numbers: label to dist folder. */
   readonly compare: ReadonlyMap<string, string>;
+  /** The bulk writes (bulk.ts) at these sizes instead of the HTTP scenarios; empty: the HTTP scenarios. */
+  readonly bulk: readonly number[];
 }
 
 const USAGE = `npm run bench -- [--size N] [--duration SECONDS] [--warmup SECONDS] [--rounds N]
                   [--connections N] [--threads N]
                   [--database postgres://user@host:port/db] [--only name,name] [--smoke]
-                  [--compare LABEL=DIST_DIR ...]   (another build of the service, driven in the same run)`;
+                  [--compare LABEL=DIST_DIR ...]   (another build of the service, driven in the same run)
+       npm run bench -- --bulk [--size N] [--database postgres://...] [--smoke]
+                  (imports, price lists, SQL updates and a start after a plain load; 100,000 and 1,000,000 rows, or N)`;
 
 /** Reads the command line; throws with the usage text on anything it does not understand. */
 export function parseBenchOptions(argv: readonly string[]): BenchOptions {
@@ -41,6 +45,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
       only: { type: 'string' },
       compare: { type: 'string', multiple: true },
       smoke: { type: 'boolean', default: false },
+      bulk: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -77,5 +82,6 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
     rounds: whole('rounds', values.rounds, smoke ? 1 : 3, 1),
     smoke,
     only: values.only === undefined ? [] : values.only.split(',').map((s) => s.trim()),
+    bulk: values.bulk !== true ? [] : values.size !== undefined ? [whole('size', values.size, 0, 200)] : smoke ? [2_000] : [100_000, 1_000_000],
   });
 }

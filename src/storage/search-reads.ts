@@ -143,8 +143,10 @@ export class SearchReads {
     const db = this.#context.db as unknown as Kysely<unknown>;
     const pending = await this.#context.run(() => countPendingNames(db, this.#context.dialect.search, FOLD_BATCH + 1));
     if (pending === 0) return;
-    if (pending <= FOLD_BATCH && this.#folder === undefined) {
-      await this.#foldBatch();
+    if (pending <= FOLD_BATCH) {
+      // The background folding, when it runs, is at its last batch: waiting for it is as short.
+      if (this.#folder !== undefined) await this.#folder;
+      else await this.#foldBatch();
       return;
     }
     this.foldInBackground();
