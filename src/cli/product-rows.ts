@@ -61,6 +61,26 @@ export async function* readProductRows(path: string, format: FileFormat, onBytes
   }
 }
 
+/**
+ * How many line ends a chunk holds before the line whose bytes are not UTF-8. A line end (0x0A) is
+ * never part of a longer character, so the chunk's lines are checked one by one; the first may begin
+ * with the rest of a character the previous chunk began, which is skipped.
+ */
+function linesBeforeBadBytes(chunk: Buffer): number {
+  let start = 0;
+  while (start < Math.min(3, chunk.length) && (chunk[start]! & 0xc0) === 0x80) start += 1;
+  for (let lines = 0; ; lines += 1) {
+    const end = chunk.indexOf(0x0a, start);
+    try {
+      new TextDecoder('utf-8', { fatal: true }).decode(chunk.subarray(start, end === -1 ? chunk.length : end), { stream: end === -1 });
+    } catch {
+      return lines;
+    }
+    if (end === -1) return lines;
+    start = end + 1;
+  }
+}
+
 /** The file's text, refusing bytes that are not UTF-8 instead of replacing them. */
 async function* strictUtf8(input: AsyncIterable<Buffer | string>): AsyncGenerator<string> {
   const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -69,7 +89,7 @@ async function* strictUtf8(input: AsyncIterable<Buffer | string>): AsyncGenerato
     try {
       return bytes === undefined ? utf8.decode() : utf8.decode(bytes, { stream: true });
     } catch {
-      throw new UnreadableFileError(`Line ${line}: the file is not valid UTF-8.`);
+      throw new UnreadableFileError(`Line ${line + (bytes === undefined ? 0 : linesBeforeBadBytes(bytes))}: the file is not valid UTF-8.`);
     }
   };
   for await (const chunk of input) {

@@ -1,9 +1,10 @@
+import Negotiator from 'negotiator';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import type { FieldErrors } from '../catalogue/product.js';
 import type { CatalogueStore } from '../storage/store.js';
 import type { ChangeStreams } from './change-streams.js';
-import { sendTagged, serializeOk, tagBody, taggedSize, type TaggedBody } from './conditional.js';
+import { addVary, sendTagged, serializeOk, tagBody, taggedSize, type TaggedBody } from './conditional.js';
 import { pageLink, wholeNumber } from './pagination.js';
 import { HttpProblem } from './problem.js';
 import { linkBase, requestAddress } from './request-address.js';
@@ -95,6 +96,8 @@ export async function changes(app: FastifyInstance, { store, streams }: ChangesO
           if (request.method === 'HEAD') return reply.code(200).type('text/event-stream; charset=utf-8').header('Cache-Control', 'no-store').send();
           return streams.follow(request, reply, since);
         }
+        // The same URL is a stream for another Accept: a shared cache must not hand this page to it.
+        addVary(reply, 'Accept');
         // Only valid requests are cached, so a hit needs no parsing of the query.
         const key = request.headers.host === undefined || !request.url.startsWith('/') ? undefined : `${linkBase(request)}${request.url}`;
         const generation = await store.cacheGeneration();
@@ -117,9 +120,17 @@ export async function changes(app: FastifyInstance, { store, streams }: ChangesO
   });
 }
 
-/** Whether the client asks for server-sent events (EventSource sends `Accept: text/event-stream`). */
+/** The answer's forms, the default first: a client that accepts anything (`*\/*`) gets the page. */
+const FORMS = ['application/json', 'text/event-stream'];
+
+/**
+ * Whether the client prefers server-sent events (EventSource sends `Accept: text/event-stream`): named
+ * in `Accept` (in any case), with a weight above 0 and not below the page's. Without an `Accept`, or
+ * when neither form is acceptable, the page is answered, as on every other route.
+ */
 function wantsStream(request: FastifyRequest): boolean {
-  return request.headers.accept?.includes('text/event-stream') === true;
+  if (request.headers.accept === undefined) return false;
+  return new Negotiator(request).mediaType(FORMS) === 'text/event-stream';
 }
 
 /** `since` and `limit`, or a 400 naming each bad one. */

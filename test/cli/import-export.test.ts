@@ -206,7 +206,7 @@ describe('npm run import, file formats', { timeout: 120_000 }, () => {
     writeFileSync(latin, Buffer.concat([Buffer.from(`name,barcode,price\nCaf`), Buffer.from([0xe9]), Buffer.from(`,${uniqueBarcode()},1.00\n`)]));
     const notUtf8 = await runCli('import', [latin], env);
     assert.equal(notUtf8.code, 1);
-    assert.equal(notUtf8.stderr, `${latin}: Line 1: the file is not valid UTF-8. Nothing was imported.\n`);
+    assert.equal(notUtf8.stderr, `${latin}: Line 2: the file is not valid UTF-8. Nothing was imported.\n`);
     const folder = await runCli('import', [tmpdir()], env);
     assert.equal(folder.code, 1);
     assert.match(folder.stderr, /^.*Cannot read .*EISDIR.* Nothing was imported\.\n$/);

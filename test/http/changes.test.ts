@@ -160,6 +160,28 @@ describeEachStore('the live change feed: text/event-stream', { env: { CHANGE_STR
     }
   });
 
+  it('streams only when the client prefers text/event-stream in Accept (any case, weight above 0), and says the page varies by Accept', async () => {
+    const cases: Array<[string, string]> = [
+      ['text/event-stream', 'text/event-stream'],
+      ['TEXT/Event-Stream', 'text/event-stream'],
+      ['text/event-stream, application/json', 'text/event-stream'],
+      ['text/event-stream;q=0', 'application/json'],
+      ['text/event-stream;q=0, application/json', 'application/json'],
+      ['application/json;q=1, text/event-stream;q=0.1', 'application/json'],
+      ['*/*', 'application/json'],
+    ];
+    for (const [accept, expected] of cases) {
+      await streamsOpen(0);
+      const answer = await openEventStream(streamUrl('?since=0'), { Accept: accept });
+      assert.equal(answer.status, 200, accept);
+      assert.equal(String(answer.headers['content-type']).split(';')[0], expected, accept);
+      if (expected === 'application/json') assert.match(String(answer.headers['vary']), /\bAccept\b/, accept);
+      answer.close();
+      await answer.ended;
+    }
+    await streamsOpen(0);
+  });
+
   it('refuses a garbage Last-Event-ID with 400 and one ahead of the catalogue with 409', async () => {
     const garbage = await openEventStream(streamUrl(), { 'Last-Event-ID': 'abc' });
     assert.equal(garbage.status, 400);
