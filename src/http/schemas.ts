@@ -17,7 +17,8 @@ const name = Type.String({
 const barcode = Type.String({ pattern: EAN13_FORM.source, description: 'A valid EAN-13 (GS1 check digit), unique in the catalogue.', examples: ['4006381333931'] });
 const price = Type.String({ pattern: PRICE_TEXT_PATTERN, description: 'Exact decimal, always two decimals.', examples: ['12.99'] });
 
-export const ProductSchema = Type.Object({ pk, name, barcode, price }, { $id: 'Product', additionalProperties: false });
+const productFields = { pk, name, barcode, price };
+export const ProductSchema = Type.Object(productFields, { $id: 'Product', additionalProperties: false });
 export type ProductWire = Static<typeof ProductSchema>;
 
 export const ProductListSchema = Type.Array(Type.Ref('Product'), { description: 'Every product, in pk order.' });
@@ -40,7 +41,14 @@ export const ChangeSchema = Type.Object(
   {
     version: Type.Integer({ minimum: 1, description: 'The version of this change: the product\'s last.' }),
     pk,
-    product: Type.Union([Type.Ref('Product'), Type.Null()], { description: 'The product as it is now, or null: removed.' }),
+    // Written out with `type: [object, null]` rather than a union with a $ref to Product: the compiled
+    // serializer then tests for null instead of validating each product against both branches, which
+    // was a tenth of a full sync's time.
+    product: Type.Unsafe<ProductWire | null>({
+      ...Type.Object(productFields, { additionalProperties: false }),
+      type: ['object', 'null'],
+      description: 'The product as it is now (a Product), or null: removed.',
+    }),
   },
   { $id: 'Change', additionalProperties: false },
 );
