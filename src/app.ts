@@ -6,9 +6,9 @@ import { AnswerHeaders, requestId, useAnswerHeaders } from './http/answer-header
 import { useApiDocs } from './http/docs.js';
 import { useProblemErrors } from './http/error-handler.js';
 import { health } from './http/health.js';
-import { BODY_LIMIT_BYTES, JSON_MEDIA_TYPE, useStrictJsonBodies } from './http/json-body.js';
+import { BODY_LIMIT_BYTES, useStrictJsonBodies } from './http/json-body.js';
 import { TIMEOUTS, useRateLimit } from './http/limits.js';
-import { EXTRA_HTTP_METHODS, clientErrorHandler, frameworkErrors, useConnectAnswers, useContinueWhenRead, useExpectationRefusal } from './http/low-level-errors.js';
+import { connectionRefusals, useConnectionHandling } from './http/connection/connection-handling.js';
 import { useMetrics } from './http/metrics.js';
 import { changes } from './http/changes.js';
 import { ChangeStreams } from './http/change-streams.js';
@@ -16,7 +16,6 @@ import { declareOverloadAnswer, useOverloadRefusal } from './http/overload.js';
 import { productsV1 } from './http/products-v1.js';
 import { useHostCheck } from './http/request-address.js';
 import { usePageMethods } from './http/resource.js';
-import { useUnreadBodyLimit } from './http/unread-bodies.js';
 import { productsV2 } from './http/products-v2.js';
 import { useSharedSchemas } from './http/responses.js';
 import { webPage } from './http/web-page.js';
@@ -53,8 +52,7 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     trustProxy: trustProxySetting(config.trustProxy),
     genReqId: requestId,
-    frameworkErrors: frameworkErrors(answerHeaders),
-    clientErrorHandler: clientErrorHandler(answerHeaders),
+    ...connectionRefusals(answerHeaders),
     requestTimeout: TIMEOUTS.requestMs,
     // Node enforces the header and request time limits only when it checks its connections, every
     // 30 s by default: a limit of 15 s could then take 45 s to strike.
@@ -68,24 +66,13 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
     return503OnClosing: false,
   });
   app.server.headersTimeout = TIMEOUTS.headersMs;
-  // A client may end its side of the connection right after its request (`nc -N`, scripts that have
-  // nothing more to say). Node then drops the requests still in flight by default, so a create could be
-  // stored without its 201 ever being sent. With this flag Node finishes the answers it owes, then
-  // closes. It is the http server's own flag (set in its constructor), missing from Node's typings.
-  (app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
-  useExpectationRefusal(app, answerHeaders);
-  for (const method of EXTRA_HTTP_METHODS) {
-    // What follows a CONNECT's head is the tunnel's data, not a body.
-    if (!app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: method !== 'CONNECT' });
-  }
-  useConnectAnswers(app);
 
   // The order below is load-bearing, and this is the one place that says why. Hooks and onRoute hooks
   // act only on what is registered after them, so each step comes after what it must see:
-  // 1. what every answer carries (problem errors, strict JSON, request id, CORS), then the Host check,
-  //    so that its 400 carries those headers like any answer, then the methods of the page and docs
-  //    paths, which answer only after both; every route's preflight reads the app's answerHeaders,
-  //    which therefore come before any route;
+  // 1. what every answer carries (problem errors, strict JSON, the connection's handling below the
+  //    routes, request id, CORS), then the Host check, so that its 400 carries those headers like any
+  //    answer, then the methods of the page and docs paths, which answer only after both; every
+  //    route's preflight reads the app's answerHeaders, which therefore come before any route;
   // 2. the API docs, which learn each route as it is added;
   // 3. probes, metrics and the page with its assets, before the rate limit and the token, so that
   //    monitoring is never held back and the page always loads whole (its API calls are limited);
@@ -94,8 +81,7 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   // 5. the catalogue's routes.
   useProblemErrors(app);
   useStrictJsonBodies(app);
-  useUnreadBodyLimit(app);
-  useContinueWhenRead(app, JSON_MEDIA_TYPE, BODY_LIMIT_BYTES);
+  useConnectionHandling(app, answerHeaders);
   useAnswerHeaders(app, answerHeaders);
   useHostCheck(app);
   usePageMethods(app);

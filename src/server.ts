@@ -6,7 +6,7 @@ import { errorCode, errorMessage } from './error-details.js';
 import { loggerOptions } from './http/logging.js';
 import { OVERLOAD } from './http/overload.js';
 import { SchemaNotCurrentError } from './storage/migrations.js';
-import { closeConnectionsOnStop } from './stop-connections.js';
+import { closeConnectionsOnStop } from './http/connection/stop.js';
 import { openStore } from './storage/open-store.js';
 
 /** How long in-flight requests may take to finish after a stop signal. */

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { BODY_LIMIT_BYTES } from './json-body.js';
+import { BODY_LIMIT_BYTES } from '../json-body.js';
 
 /**
  * Holds the body limit for bodies nobody reads. A request answered without reading its body (a 405,

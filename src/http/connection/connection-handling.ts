@@ -1,0 +1,25 @@
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import type { AnswerHeaders } from '../answer-headers.js';
+import { BODY_LIMIT_BYTES, JSON_MEDIA_TYPE } from '../json-body.js';
+import { useEveryMethod } from './connect.js';
+import { useExpectations } from './expect-continue.js';
+import { finishAnswersAfterClientEnds } from './node-internals.js';
+import { clientErrorHandler, frameworkErrors } from './parser-refusals.js';
+import { useUnreadBodyLimit } from './unread-bodies.js';
+
+// What happens below the routes, on the connection: requests Node's parser or Fastify's router refuse
+// before any route sees them, every method and CONNECT, `Expect`, bodies nobody reads, a client that
+// ends its side early; and, in stop.ts, the stop. Routes never deal with any of it.
+
+/** Fastify's options for the refusals made before any route runs, each a problem document with the headers every answer carries. */
+export function connectionRefusals(headers: AnswerHeaders): Pick<FastifyServerOptions, 'frameworkErrors' | 'clientErrorHandler'> {
+  return { frameworkErrors: frameworkErrors(headers), clientErrorHandler: clientErrorHandler(headers) };
+}
+
+/** Everything else on the connection: register before the routes (its hooks act on routes added after them). */
+export function useConnectionHandling(app: FastifyInstance, headers: AnswerHeaders): void {
+  finishAnswersAfterClientEnds(app.server);
+  useEveryMethod(app);
+  useUnreadBodyLimit(app);
+  useExpectations(app, headers, JSON_MEDIA_TYPE, BODY_LIMIT_BYTES);
+}

@@ -1,0 +1,93 @@
+import { STATUS_CODES, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyError, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
+import type { AnswerHeaders } from '../answer-headers.js';
+import { PROBLEM_CONTENT_TYPE, problemBody, sendProblem } from '../problem.js';
+import { answerBeingWritten } from './node-internals.js';
+
+/**
+ * Fastify's own answers to a path it cannot decode (`%ZZ`) or to an over-long path parameter, as
+ * problem documents. Neither path can name a product, so both are a 404.
+ */
+export function frameworkErrors(headers: AnswerHeaders): NonNullable<FastifyServerOptions['frameworkErrors']> {
+  return (_error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    // The router refused the request before any hook ran.
+    headers.apply(request, reply);
+    sendProblem(reply, 404, 'There is nothing at this address: its path is not a valid URL path.');
+  };
+}
+
+/**
+ * Answers what Node's HTTP parser refuses before Fastify sees a request (an unknown method, a broken
+ * header, headers too large, a request too slow) with a problem document, then closes the connection.
+ *
+ * The parser reads ahead: bytes that follow a complete request on the same connection are parsed
+ * while that request is still being served. Its answer is owed first, so the refusal waits until it
+ * has been written (or given up).
+ */
+export function clientErrorHandler(headers: AnswerHeaders): (error: ParserError, socket: Socket) => void {
+  const refused = new WeakSet<Socket>();
+  return (error, socket) => {
+    if (error.code === 'ECONNRESET' || socket.destroyed || refused.has(socket)) return;
+    refused.add(socket);
+    const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+    const pending = answerBeingWritten(socket);
+    const refuse = (): void => {
+      // An answer already under way cannot be followed by another in the middle of it.
+      if (socket.writable && (pending === undefined || !pending.headersSent || pending.writableFinished)) {
+        socket.write(refusal(status, headers.rawLines(Buffer.isBuffer(error.rawPacket) ? error.rawPacket : undefined)));
+      }
+      socket.destroy();
+    };
+    // Only a request received in full is owed its answer first; an error about the request itself
+    // (its body too slow, say) is the answer.
+    if (pending === undefined || pending.writableFinished || !pending.req.complete) {
+      refuse();
+      return;
+    }
+    // Nothing more is read: the parser has failed, and whatever else comes is not a request.
+    socket.pause();
+    afterOwedAnswers(socket, pending, refuse);
+  };
+}
+
+/**
+ * Calls `then` once every answer owed on the connection has been written (or given up): `answer`,
+ * and each answer of a pipelined request received in full behind it, which Node hands the socket
+ * when the one before it finishes.
+ */
+function afterOwedAnswers(socket: Socket, answer: ServerResponse, then: () => void): void {
+  let done = false;
+  const next = (): void => {
+    if (done) return;
+    done = true;
+    // Node detaches an answer from the socket when its 'finish' runs, so one still attached has not
+    // finished, even if all its bytes are already written: wait for it too.
+    const following = answerBeingWritten(socket);
+    if (following !== undefined && following !== answer && following.req.complete && !socket.destroyed) {
+      afterOwedAnswers(socket, following, then);
+    } else {
+      then();
+    }
+  };
+  answer.once('finish', next);
+  answer.once('close', next);
+}
+
+/** Node's parser error carries the bytes it was parsing (a Buffer, whatever Fastify's types say). */
+type ParserError = NodeJS.ErrnoException & { readonly rawPacket?: unknown };
+
+/** The refusal as written to the socket, with the header lines every answer carries. */
+function refusal(status: number, everyAnswer: string): string {
+  const detail =
+    status === 408
+      ? 'The request took too long to arrive.'
+      : status === 431
+        ? 'The request headers are too large.'
+        : 'The request is not valid HTTP/1.1 (for example an unknown method or a malformed header).';
+  const body = JSON.stringify(problemBody(status, detail));
+  return (
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${everyAnswer}Content-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+  );
+}
