@@ -4,13 +4,12 @@ import Type from 'typebox';
 import type { FieldErrors } from '../catalogue/product.js';
 import type { CatalogueStore } from '../storage/store.js';
 import type { ChangeStreams } from './change-streams.js';
-import { addVary, sendTagged, serializeOk, tagBody, taggedSize, type TaggedBody } from './conditional.js';
+import { CachedAnswers, addVary, serializeOk } from './cached-answers.js';
 import { pageLink, wholeNumber } from './pagination.js';
 import { HttpProblem } from './problem.js';
-import { linkBase, requestAddress } from './request-address.js';
+import { linkedAnswerKey, requestAddress } from './request-address.js';
 import { resource } from './resource.js';
 import { BUSY_RETRY_AFTER_SECONDS, ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
-import { RevisionCache } from './revision-cache.js';
 import type { ChangePageWire } from './schemas.js';
 import { changeWire } from './wire.js';
 
@@ -33,7 +32,7 @@ export interface ChangesOptions {
  * every new change as it is committed.
  */
 export async function changes(app: FastifyInstance, { store, streams }: ChangesOptions): Promise<void> {
-  const cache = new RevisionCache<TaggedBody>(CACHE_BYTES, taggedSize, CACHE_ENTRIES);
+  const pages = new CachedAnswers(store, CACHE_BYTES, CACHE_ENTRIES);
 
   resource(app, '/api/v2/shop/changes', {
     GET: {
@@ -98,23 +97,19 @@ export async function changes(app: FastifyInstance, { store, streams }: ChangesO
         }
         // The same URL is a stream for another Accept: a shared cache must not hand this page to it.
         addVary(reply, 'Accept');
-        // Only valid requests are cached, so a hit needs no parsing of the query.
-        const key = request.headers.host === undefined || !request.url.startsWith('/') ? undefined : `${linkBase(request)}${request.url}`;
-        const generation = await store.cacheGeneration();
-        const cached = key === undefined ? undefined : cache.get(generation, key);
-        if (cached !== undefined) return sendTagged(request, reply, cached);
-        const { since, limit } = readChangesQuery(address.params);
-        const page = await store.readChanges(since, limit);
-        if (since > page.version) throw aheadOfCatalogue(since, page.version, 'since');
-        const last = page.changes.at(-1);
-        const body: ChangePageWire = {
-          version: page.version,
-          changes: page.changes.map(changeWire),
-          next: page.more && last !== undefined ? pageLink(address.base, address.path, address.params, { since: last.version, ...(address.params.has('limit') ? { limit } : {}) }) : null,
-        };
-        const tagged = tagBody(serializeOk(reply, body));
-        if (key !== undefined) cache.set(generation, key, tagged);
-        return sendTagged(request, reply, tagged);
+        // Only valid requests are kept, so a kept answer needs no parsing of the query.
+        return pages.answer(request, reply, linkedAnswerKey(request), async () => {
+          const { since, limit } = readChangesQuery(address.params);
+          const page = await store.readChanges(since, limit);
+          if (since > page.version) throw aheadOfCatalogue(since, page.version, 'since');
+          const last = page.changes.at(-1);
+          const body: ChangePageWire = {
+            version: page.version,
+            changes: page.changes.map(changeWire),
+            next: page.more && last !== undefined ? pageLink(address.base, address.path, address.params, { since: last.version, ...(address.params.has('limit') ? { limit } : {}) }) : null,
+          };
+          return serializeOk(reply, body);
+        });
       },
     },
   });

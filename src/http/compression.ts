@@ -1,6 +1,6 @@
 import { pipeline, type Readable } from 'node:stream';
 import { promisify } from 'node:util';
-import { brotliCompress, brotliCompressSync, constants, createBrotliCompress, createGzip, gzip, gzipSync } from 'node:zlib';
+import { brotliCompress, constants, createBrotliCompress, createGzip, gzip } from 'node:zlib';
 
 /** The encodings the service sends, best first when a client accepts several equally. */
 export type ContentCoding = 'br' | 'gzip';
@@ -45,23 +45,19 @@ export function chooseCoding(header: string | undefined): ContentCoding | undefi
   return brQ >= gzipQ ? 'br' : 'gzip';
 }
 
-const brotliOptions = (body: string | Buffer) => ({
+const brotliOptions = (body: Buffer) => ({
   params: { [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [constants.BROTLI_PARAM_SIZE_HINT]: body.length },
 });
-
-/** `body` in `coding`, at once: for a page (under a millisecond for 100 products). */
-export function compress(body: string | Buffer, coding: ContentCoding): Buffer {
-  return coding === 'br' ? brotliCompressSync(body, brotliOptions(body)) : gzipSync(body, { level: GZIP_LEVEL });
-}
 
 const brotliAsync = promisify(brotliCompress);
 const gzipAsync = promisify(gzip);
 
 /**
- * `body` in `coding`, on libuv's thread pool: for a whole list, which takes tens of milliseconds
- * (brotli 5 on 840 KB: about 60 ms on a busy machine) that the event loop must not wait for.
+ * `body` in `coding`, on libuv's thread pool: a whole list takes tens of milliseconds (brotli 5 on
+ * 840 KB: about 60 ms on a busy machine) that the event loop must not wait for, and a page well under
+ * one, made once per kept answer.
  */
-export function compressLater(body: string | Buffer, coding: ContentCoding): Promise<Buffer> {
+export function compressBody(body: Buffer, coding: ContentCoding): Promise<Buffer> {
   return coding === 'br' ? brotliAsync(body, brotliOptions(body)) : gzipAsync(body, { level: GZIP_LEVEL });
 }
 

@@ -10,9 +10,7 @@ import { createProductOnce } from './idempotency.js';
 import { HttpProblem } from './problem.js';
 import { resource } from './resource.js';
 import { SAFE_INTEGER_DIGITS } from './pagination.js';
-import { RevisionCache } from './revision-cache.js';
-import { addVary, sendTagged, serializeOk, tagBody, taggedSize, type TaggedBody } from './conditional.js';
-import { chooseCoding, compressLater, compressStream, type ContentCoding } from './compression.js';
+import { CachedAnswers, serializeOk } from './cached-answers.js';
 import { ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
 import { ProductListSchema } from './schemas.js';
 import { productWire } from './wire.js';
@@ -23,38 +21,30 @@ import { requestAddress } from './request-address.js';
 const LIST_BATCH = 2_000;
 
 /**
- * Lists of up to this many products are also kept whole for the revision they were read at; longer
- * ones are only ever streamed, so memory stays flat however large the catalogue grows.
+ * Lists of up to this many products are read whole and kept for the generation they were read at, with
+ * their ETag; longer ones are streamed as they are read, so memory stays flat however large the
+ * catalogue grows.
  */
-const CACHED_LIST_MAX_PRODUCTS = 50_000;
+const KEPT_LIST_MAX_PRODUCTS = 50_000;
+
+/**
+ * Characters one product takes in the list, at most for any plain name: the keys and punctuation 42,
+ * pk 16, name 200, barcode 13, price 13 (about 290); the rest is room for names that need escaping.
+ */
+const LIST_CHARACTERS_PER_PRODUCT = 400;
+
+/**
+ * Lists and filtered lists kept (a till scans the same barcodes all day): room for the longest list
+ * kept whole, and 16 MB of filtered ones beside it.
+ */
+const LISTS_KEPT_BYTES = KEPT_LIST_MAX_PRODUCTS * LIST_CHARACTERS_PER_PRODUCT + 16 * 1024 * 1024;
 
 /**
  * Serialized products of the current generation, by pk: a hit needs no database work. Bounded in
  * bytes and in entries (each entry also costs a Map slot and two string headers beyond its bytes).
  */
 const DETAIL_CACHE_BYTES = 16 * 1024 * 1024;
-const DETAIL_CACHE_ENTRIES = 100_000;
-
-/** Filtered lists kept in memory, at most: UTF-16 characters count twice. */
-const MATCHES_CACHE_BYTES = 16 * 1024 * 1024;
-
-/** Lists of at least this many products (about 1 KB) are compressed for clients that accept it. */
-const LIST_COMPRESS_MIN_PRODUCTS = 12;
-
-/** A whole list as sent, with its compressed forms, each made on first request. */
-interface CachedList {
-  /** UTF-8, encoded once: a string would be encoded again on every write of a large answer. */
-  readonly bytes: Buffer;
-  readonly count: number;
-  readonly encoded: Partial<Record<ContentCoding, Promise<Buffer>>>;
-}
-
-/**
- * Characters one product takes in the list, at most for any plain name: the keys and punctuation 42,
- * pk 16, name 200, barcode 13, price 13 (about 290); the rest is room for names that need escaping.
- * The cache's budget is a full cached list: 20 million characters.
- */
-const LIST_CHARACTERS_PER_PRODUCT = 400;
+const KEPT_ENTRIES = 100_000;
 
 export interface ProductsV1Options {
   readonly store: CatalogueStore;
@@ -62,10 +52,8 @@ export interface ProductsV1Options {
 
 /** v1: the whole catalogue in one array, one product by `pk`, and creation. */
 export async function productsV1(app: FastifyInstance, { store }: ProductsV1Options): Promise<void> {
-  const lists = new RevisionCache<CachedList>(CACHED_LIST_MAX_PRODUCTS * LIST_CHARACTERS_PER_PRODUCT, (list) => Math.ceil(list.bytes.length * 1.5));
-  const details = new RevisionCache<TaggedBody>(DETAIL_CACHE_BYTES, taggedSize, DETAIL_CACHE_ENTRIES);
-  // Filtered lists that fit one batch, by target: a till scanning the same barcodes all day.
-  const matches = new RevisionCache<string>(MATCHES_CACHE_BYTES, (text) => text.length * 2, DETAIL_CACHE_ENTRIES);
+  const lists = new CachedAnswers(store, LISTS_KEPT_BYTES, KEPT_ENTRIES);
+  const details = new CachedAnswers(store, DETAIL_CACHE_BYTES, KEPT_ENTRIES);
 
   resource(app, '/api/v1/shop/products', {
     GET: {
@@ -74,14 +62,15 @@ export async function productsV1(app: FastifyInstance, { store }: ProductsV1Opti
           operationId: 'listProducts',
           summary: 'Every product, in pk order (not paginated), or those matching the filters',
           description: [
-            'The whole catalogue in one array, streamed. For large catalogues use the paginated v2 listing.',
+            `The whole catalogue in one array. Up to ${KEPT_LIST_MAX_PRODUCTS.toLocaleString('en')} products it carries a strong ETag; send it back in If-None-Match for a 304 without a body while the catalogue is unchanged. Longer lists are streamed as they are read, without an ETag. For large catalogues use the paginated v2 listing.`,
             '',
             'With `barcode` or `search`, only the matching products, in pk order (`[]` when none match).',
           ].join('\n'),
           tags: ['v1'],
           querystring: FILTER_QUERY,
           response: {
-            200: jsonResponse('Every product (or every match), ordered by pk.', ProductListSchema),
+            200: jsonResponse('Every product (or every match), ordered by pk.', ProductListSchema, { ETag: ETAG_HEADER }),
+            304: { description: 'Not modified: the ETag in If-None-Match is still current. No body.', type: 'null' },
             400: problemResponse('A filter is not valid; `errors` names it.'),
             503: STORE_UNAVAILABLE,
           },
@@ -91,56 +80,23 @@ export async function productsV1(app: FastifyInstance, { store }: ProductsV1Opti
       },
       handler: async (request, reply) => {
         const filter = productFilter(requestAddress(request).params);
-        reply.type('application/json; charset=utf-8');
-        addVary(reply, 'Accept-Encoding');
-        // Matches are not compressed: most are one product (a scanned barcode) or a few.
-        if (hasFilter(filter)) {
-          // Read before the matches, so that a write in between makes the kept answer a stale generation's.
-          const generation = await store.cacheGeneration();
-          const kept = matches.get(generation, request.url);
-          if (kept !== undefined) return reply.send(kept);
-          // HEAD too reads the matches, so that its headers are GET's (Node sends no body for HEAD).
-          const firstMatches = await store.listFilteredAfter(filter, 0, LIST_BATCH);
-          // Most filtered lists (every barcode lookup) fit one batch: one write, no stream, kept.
-          if (firstMatches.length < LIST_BATCH) {
-            const text = `[${firstMatches.map((p) => JSON.stringify(productWire(p))).join(',')}]`;
-            matches.set(generation, request.url, text);
-            return reply.send(text);
+        // The whole target is the key: any query parameter that selects products is part of it.
+        return lists.answer(request, reply, request.url, async () => {
+          if (hasFilter(filter)) {
+            // Most filtered lists (every barcode lookup) fit one batch: kept whole.
+            const matches = await store.listFilteredAfter(filter, 0, LIST_BATCH);
+            if (matches.length < LIST_BATCH) return serializeOk(reply, matches.map(productWire));
+            return { stream: listStream((after) => store.listFilteredAfter(filter, after, LIST_BATCH), matches) };
           }
-          return reply.send(Readable.from(streamList((after) => store.listFilteredAfter(filter, after, LIST_BATCH), firstMatches), { highWaterMark: 2 }));
-        }
-        // HEAD needs only the headers (the same as GET's: chunked, no length); do not read the products,
-        // but do reach the database, so that an unreachable one is still a 503, for HEAD too.
-        if (request.method === 'HEAD') {
-          await store.describeCatalogue();
-          return reply.send(Readable.from([]));
-        }
-        const coding = chooseCoding(request.headers['accept-encoding']);
-        // The whole target: any query parameter that selects products is part of the key.
-        const key = request.url;
-        // Read before the status line goes out, so an unreachable database is still a 503.
-        const generation = await store.cacheGeneration();
-        const cached = lists.get(generation, key);
-        if (cached !== undefined) {
-          if (coding === undefined || cached.count < LIST_COMPRESS_MIN_PRODUCTS) return reply.send(Readable.from([cached.bytes]));
-          reply.header('Content-Encoding', coding);
-          const encoded = await (cached.encoded[coding] ??= compressLater(cached.bytes, coding));
-          return reply.send(Readable.from([encoded]));
-        }
-        const { count } = await store.describeCatalogue();
-        const firstBatch = await store.listProductsAfter(0, LIST_BATCH);
-        const keep =
-          count > CACHED_LIST_MAX_PRODUCTS
-            ? undefined
-            : async (text: string): Promise<void> => {
-                // Batches are separate reads: the text is one snapshot only if no write came in between.
-                if ((await store.cacheGeneration()) === generation) lists.set(generation, key, { bytes: Buffer.from(text), count, encoded: {} });
-              };
-        // Few chunks in flight per response: memory per slow client stays near one batch.
-        const body = Readable.from(streamList((after) => store.listProductsAfter(after, LIST_BATCH), firstBatch, keep), { highWaterMark: 2 });
-        if (coding === undefined || count < LIST_COMPRESS_MIN_PRODUCTS) return reply.send(body);
-        reply.header('Content-Encoding', coding);
-        return reply.send(compressStream(body, coding));
+          const { count } = await store.describeCatalogue();
+          if (count <= KEPT_LIST_MAX_PRODUCTS) return serializeOk(reply, (await readWholeList(store)).map(productWire));
+          // HEAD needs only the headers (the same as GET's: chunked, no length): the database was reached
+          // above, so that an unreachable one is still a 503, but no product is read.
+          if (request.method === 'HEAD') return { stream: Readable.from([]) };
+          // Read before the status line goes out, so an unreachable database is still a 503.
+          const firstBatch = await store.listProductsAfter(0, LIST_BATCH);
+          return { stream: listStream((after) => store.listProductsAfter(after, LIST_BATCH), firstBatch) };
+        });
       },
     },
   });
@@ -170,14 +126,11 @@ export async function productsV1(app: FastifyInstance, { store }: ProductsV1Opti
       handler: async (request, reply) => {
         const { pk } = request.params;
         const key = parsePk(pk);
-        const generation = await store.cacheGeneration();
-        const cached = details.get(generation, String(key));
-        if (cached !== undefined) return sendTagged(request, reply, cached);
-        const product = await store.findProduct(key);
-        if (product === undefined) throw new HttpProblem(404, `No product has pk ${pk}.`);
-        const tagged = tagBody(serializeOk(reply, productWire(product)));
-        details.set(generation, String(key), tagged);
-        return sendTagged(request, reply, tagged);
+        return details.answer(request, reply, String(key), async () => {
+          const product = await store.findProduct(key);
+          if (product === undefined) throw new HttpProblem(404, `No product has pk ${pk}.`);
+          return serializeOk(reply, productWire(product));
+        });
       },
     },
   });
@@ -261,34 +214,38 @@ function parsePk(text: string): number {
   return Number.isSafeInteger(pk) ? pk : 0;
 }
 
+/** Every product, read in keyset batches: a list short enough to keep whole. */
+async function readWholeList(store: CatalogueStore): Promise<Product[]> {
+  const products: Product[] = [];
+  for (let batch = await store.listProductsAfter(0, LIST_BATCH); ; batch = await store.listProductsAfter(batch.at(-1)!.pk, LIST_BATCH)) {
+    products.push(...batch);
+    if (batch.length < LIST_BATCH) return products;
+  }
+}
+
 /**
  * The list as JSON text, fetched in keyset batches so that neither the whole table nor a long-held
- * database connection is needed, whatever the catalogue's size. `whole`, when given, receives the
- * complete text once the last chunk is out.
+ * database connection is needed, whatever the catalogue's size. Few chunks are in flight per answer:
+ * memory per slow client stays near one batch.
  */
-async function* streamList(
-  nextBatch: (afterPk: number) => Promise<Product[]>,
-  firstBatch: readonly Product[],
-  whole?: (text: string) => Promise<void>,
-): AsyncGenerator<string> {
-  const chunks: string[] | undefined = whole === undefined ? undefined : [];
-  const emit = (chunk: string): string => {
-    chunks?.push(chunk);
-    return chunk;
-  };
+function listStream(nextBatch: (afterPk: number) => Promise<Product[]>, firstBatch: readonly Product[]): Readable {
+  return Readable.from(listChunks(nextBatch, firstBatch), { highWaterMark: 2 });
+}
+
+async function* listChunks(nextBatch: (afterPk: number) => Promise<Product[]>, firstBatch: readonly Product[]): AsyncGenerator<string> {
   let batch = firstBatch;
   let first = true;
-  yield emit('[');
+  yield '[';
   while (batch.length > 0) {
     let chunk = '';
     for (const product of batch) {
+      // The same bytes as the compiled serializer writes for a product: the fields are plain strings and numbers.
       chunk += (first ? '' : ',') + JSON.stringify(productWire(product));
       first = false;
     }
-    yield emit(chunk);
+    yield chunk;
     if (batch.length < LIST_BATCH) break;
     batch = await nextBatch(batch[batch.length - 1]!.pk);
   }
-  yield emit(']');
-  if (whole !== undefined && chunks !== undefined) await whole(chunks.join(''));
+  yield ']';
 }

@@ -11,11 +11,10 @@ import {
 } from './pagination.js';
 import { HttpProblem } from './problem.js';
 import { resource } from './resource.js';
-import { RevisionCache } from './revision-cache.js';
-import { sendTagged, serializeOk, tagBody, taggedSize, type TaggedBody } from './conditional.js';
+import { CachedAnswers, serializeOk } from './cached-answers.js';
 import { ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
 import type { PageWire } from './schemas.js';
-import { linkBase, requestAddress, type RequestAddress } from './request-address.js';
+import { linkedAnswerKey, requestAddress, type RequestAddress } from './request-address.js';
 import { pageItemWire } from './wire.js';
 import { FILTER_PARAMETERS, hasFilter, productFilter } from './filters.js';
 import type { FieldErrors } from '../catalogue/product.js';
@@ -60,7 +59,7 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
 
   // Serialized pages of the current generation, keyed by the whole address (every query parameter,
   // filters included): a hit needs no database work.
-  const cache = new RevisionCache<TaggedBody>(PAGE_CACHE_BYTES, taggedSize, PAGE_CACHE_ENTRIES);
+  const pages = new CachedAnswers(store, PAGE_CACHE_BYTES, PAGE_CACHE_ENTRIES);
 
   resource(app, '/api/v2/shop/products', {
     GET: {
@@ -92,40 +91,25 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
           },
         },
       },
-      handler: async (request, reply) => {
-        // Only valid requests are cached, so a hit needs no parsing of the query.
-        const key = cacheKey(request);
-        const generation = await store.cacheGeneration();
-        const cached = key === undefined ? undefined : cache.get(generation, key);
-        if (cached !== undefined) return sendTagged(request, reply, cached);
-        const { count } = await store.describeCatalogue();
-
-        const address = requestAddress(request);
-        const pageRequest = pagination === 'limit-offset' ? limitOffsetRequest(address.params, options) : pageNumberRequest(address.params);
-        const filter = productFilter(address.params, pageRequest.errors, pagination === 'limit-offset' ? 'The page parameters are not valid.' : 'The page parameter is not valid.');
-        let page: ProductPage;
-        if (hasFilter(filter)) {
-          const window = await pageRequest.window(() => store.countMatching(filter), false);
-          page = await store.readFilteredPage(filter, window.offset, window.limit);
-        } else {
-          const window = await pageRequest.window(async () => count, true);
-          page = await store.readPage(window.offset, window.limit);
-        }
-        const tagged = tagBody(serializeOk(reply, pageRequest.body(page, address)));
-        if (key !== undefined) cache.set(generation, key, tagged);
-        return sendTagged(request, reply, tagged);
-      },
+      handler: async (request, reply) =>
+        // Only valid requests are kept, so a kept answer needs no parsing of the query.
+        pages.answer(request, reply, linkedAnswerKey(request), async () => {
+          const { count } = await store.describeCatalogue();
+          const address = requestAddress(request);
+          const pageRequest = pagination === 'limit-offset' ? limitOffsetRequest(address.params, options) : pageNumberRequest(address.params);
+          const filter = productFilter(address.params, pageRequest.errors, pagination === 'limit-offset' ? 'The page parameters are not valid.' : 'The page parameter is not valid.');
+          let page: ProductPage;
+          if (hasFilter(filter)) {
+            const window = await pageRequest.window(() => store.countMatching(filter), false);
+            page = await store.readFilteredPage(filter, window.offset, window.limit);
+          } else {
+            const window = await pageRequest.window(async () => count, true);
+            page = await store.readPage(window.offset, window.limit);
+          }
+          return serializeOk(reply, pageRequest.body(page, address));
+        }),
     },
   });
-}
-
-/**
- * The page's address as its links will be written: their scheme and host (a trusted proxy's included)
- * and the target as sent. `undefined` where the links would depend on more than that (no Host, or an
- * absolute-form target): such pages are not cached.
- */
-function cacheKey(request: FastifyRequest): string | undefined {
-  return request.headers.host === undefined || !request.url.startsWith('/') ? undefined : `${linkBase(request)}${request.url}`;
 }
 
 /** One style's reading of a page request: which rows it needs, and the page built from them. */

@@ -69,6 +69,15 @@ export function requestAddress(request: FastifyRequest): RequestAddress {
 }
 
 /**
+ * The key of an answer that holds links (a page's `next`): the address they will be written with,
+ * their scheme and host (a trusted proxy's included) and the target as sent. `undefined` where the
+ * links would depend on more than that (no Host, or an absolute-form target): such answers are not kept.
+ */
+export function linkedAnswerKey(request: FastifyRequest): string | undefined {
+  return request.headers.host === undefined || !request.url.startsWith('/') ? undefined : `${linkBase(request)}${request.url}`;
+}
+
+/**
  * `scheme://host[:port]` that links to an origin-form request start with: the scheme and host the client
  * used, `X-Forwarded-Proto` and `X-Forwarded-Host` from a proxy TRUST_PROXY names, else the connection's
  * own scheme and `Host`. A forwarded value that is no `http`/`https` or no valid host is ignored.

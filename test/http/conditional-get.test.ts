@@ -77,6 +77,33 @@ describeEachStore('conditional GET', (ctx) => {
     assert.notDeepEqual(one.json, two.json);
   });
 
+  it('tags the v1 list and its matches, answers 304 to their own tags, and a write changes them', async () => {
+    const product = await createProduct(ctx.server.url);
+    for (const url of [`${ctx.server.url}/api/v1/shop/products`, `${ctx.server.url}/api/v1/shop/products?barcode=${product.barcode}`]) {
+      const first = await send(url);
+      assert.equal(first.status, 200);
+      const etag = first.headers.etag!;
+      assert.match(etag, strongTag, url);
+      // The first answer, read from the database, is tagged as the kept one is.
+      assert.equal((await send(url)).headers.etag, etag, url);
+      const notModified = await send(url, { headers: { 'If-None-Match': etag } });
+      assert.equal(notModified.status, 304, url);
+      assert.equal(notModified.text, '');
+      const head = await send(url, { method: 'HEAD', headers: { 'If-None-Match': etag } });
+      assert.equal(head.status, 304, url);
+
+      await createProduct(ctx.server.url);
+      const after = await send(url, { headers: { 'If-None-Match': etag } });
+      // The whole list changed; the matches did not, but the catalogue's generation did: same bytes, same tag.
+      if (url.includes('barcode=')) assert.equal(after.status, 304, url);
+      else {
+        assert.equal(after.status, 200, url);
+        assert.notEqual(after.headers.etag, etag);
+        assert.deepEqual((after.json as unknown[]).length, (first.json as unknown[]).length + 1);
+      }
+    }
+  });
+
   it('serves a cached page only while the catalogue is unchanged', async () => {
     const url = `${ctx.server.url}/api/v2/shop/products?limit=1000`;
     const first = (await send(url)).json as { count: number; results: unknown[] };
