@@ -45,7 +45,7 @@ export function chooseCoding(header: string | undefined): ContentCoding | undefi
   return brQ >= gzipQ ? 'br' : 'gzip';
 }
 
-const brotliOptions = (body: Buffer) => ({
+const brotliOptions = (body: string | Buffer) => ({
   params: { [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [constants.BROTLI_PARAM_SIZE_HINT]: body.length },
 });
 
@@ -57,7 +57,7 @@ const gzipAsync = promisify(gzip);
  * 840 KB: about 60 ms on a busy machine) that the event loop must not wait for, and a page well under
  * one, made once per kept answer.
  */
-export function compressBody(body: Buffer, coding: ContentCoding): Promise<Buffer> {
+export function compressBody(body: string | Buffer, coding: ContentCoding): Promise<Buffer> {
   return coding === 'br' ? brotliAsync(body, brotliOptions(body)) : gzipAsync(body, { level: GZIP_LEVEL });
 }
 

@@ -78,7 +78,7 @@ export async function productsV1(app: FastifyInstance, { store }: ProductsV1Opti
         // FILTER_QUERY documents the filters; productFilter checks them with messages naming the parameter.
         validatorCompiler: () => (value: unknown) => ({ value }),
       },
-      handler: async (request, reply) => {
+      handler: (request, reply) => {
         const filter = productFilter(requestAddress(request).params);
         // The whole target is the key: any query parameter that selects products is part of it.
         return lists.answer(request, reply, request.url, async () => {
@@ -123,7 +123,7 @@ export async function productsV1(app: FastifyInstance, { store }: ProductsV1Opti
           },
         },
       },
-      handler: async (request, reply) => {
+      handler: (request, reply) => {
         const { pk } = request.params;
         const key = parsePk(pk);
         return details.answer(request, reply, String(key), async () => {

@@ -91,7 +91,7 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
           },
         },
       },
-      handler: async (request, reply) =>
+      handler: (request, reply) =>
         // Only valid requests are kept, so a kept answer needs no parsing of the query.
         pages.answer(request, reply, linkedAnswerKey(request), async () => {
           const { count } = await store.describeCatalogue();
