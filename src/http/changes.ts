@@ -82,6 +82,9 @@ export async function changes(app: FastifyInstance, { store, streams }: ChangesO
       },
       handler: async (request, reply) => {
         const address = requestAddress(request);
+        // The same URL is a stream or a page by Accept: a shared cache must not hand one for the other,
+        // nor keep a refusal (a 409, a 503) for both.
+        addVary(reply, 'Accept');
         if (wantsStream(request)) {
           const since = readStart(request, address.params);
           const { version } = await store.describeCatalogue();
@@ -95,8 +98,6 @@ export async function changes(app: FastifyInstance, { store, streams }: ChangesO
           if (request.method === 'HEAD') return reply.code(200).type('text/event-stream; charset=utf-8').header('Cache-Control', 'no-store').send();
           return streams.follow(request, reply, since);
         }
-        // The same URL is a stream for another Accept: a shared cache must not hand this page to it.
-        addVary(reply, 'Accept');
         // Only valid requests are kept, so a kept answer needs no parsing of the query.
         return pages.answer(request, reply, linkedAnswerKey(request), async () => {
           const { since, limit } = readChangesQuery(address.params);
@@ -120,8 +121,9 @@ const FORMS = ['application/json', 'text/event-stream'];
 
 /**
  * Whether the client prefers server-sent events (EventSource sends `Accept: text/event-stream`): named
- * in `Accept` (in any case), with a weight above 0 and not below the page's. Without an `Accept`, or
- * when neither form is acceptable, the page is answered, as on every other route.
+ * in `Accept` (in any case), with a weight above 0, and first by negotiation: weight, then
+ * specificity, then the client's order. Without an `Accept`, or when neither form is acceptable, the
+ * page is answered, as on every other route.
  */
 function wantsStream(request: FastifyRequest): boolean {
   if (request.headers.accept === undefined) return false;

@@ -160,7 +160,7 @@ describeEachStore('the live change feed: text/event-stream', { env: { CHANGE_STR
     }
   });
 
-  it('streams only when the client prefers text/event-stream in Accept (any case, weight above 0), and says the page varies by Accept', async () => {
+  it('streams only when the client prefers text/event-stream in Accept (any case, weight above 0, then specificity, then order), and says every answer varies by Accept', async () => {
     const cases: Array<[string, string]> = [
       ['text/event-stream', 'text/event-stream'],
       ['TEXT/Event-Stream', 'text/event-stream'],
@@ -169,13 +169,16 @@ describeEachStore('the live change feed: text/event-stream', { env: { CHANGE_STR
       ['text/event-stream;q=0, application/json', 'application/json'],
       ['application/json;q=1, text/event-stream;q=0.1', 'application/json'],
       ['*/*', 'application/json'],
+      // Equal weights: the client's order decides; a named type beats a wildcard.
+      ['application/json, text/event-stream', 'application/json'],
+      ['*/*, text/event-stream', 'text/event-stream'],
     ];
     for (const [accept, expected] of cases) {
       await streamsOpen(0);
       const answer = await openEventStream(streamUrl('?since=0'), { Accept: accept });
       assert.equal(answer.status, 200, accept);
       assert.equal(String(answer.headers['content-type']).split(';')[0], expected, accept);
-      if (expected === 'application/json') assert.match(String(answer.headers['vary']), /\bAccept\b/, accept);
+      assert.match(String(answer.headers['vary']), /\bAccept\b/, accept);
       answer.close();
       await answer.ended;
     }
@@ -189,6 +192,8 @@ describeEachStore('the live change feed: text/event-stream', { env: { CHANGE_STR
     assert.deepEqual(JSON.parse(garbage.text()).errors, { 'Last-Event-ID': ['"abc" is not a whole number ≥ 0 in plain digits.'] });
     const ahead = await openEventStream(streamUrl(), { 'Last-Event-ID': '999999999' });
     assert.equal(ahead.status, 409);
+    // A refusal of the stream is no refusal of the page: caches must keep them apart.
+    assert.match(String(ahead.headers['vary']), /\bAccept\b/);
     await ahead.ended;
   });
 

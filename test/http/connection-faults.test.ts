@@ -47,6 +47,30 @@ describeEachStore('what a connection carries besides one request', (ctx) => {
     }
   });
 
+  it('serves pipelined reads and writes in the order sent: a read behind a create sees it, a read before it does not', async () => {
+    const barcode = uniqueBarcode();
+    const body = `{"name": "In order", "barcode": "${barcode}", "price": "3.00"}`;
+    const get = (target: string) => `GET ${target} HTTP/1.1\r\nHost: shop.example\r\n\r\n`;
+    const raw = await rawExchange(
+      ctx.server.url,
+      get(`/api/v1/shop/products?barcode=${barcode}`) +
+        `POST /api/v1/shop/product/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}` +
+        get(`/api/v1/shop/products?barcode=${barcode}`) +
+        get(`/api/v2/shop/products?barcode=${barcode}`) +
+        get('/api/v2/shop/changes?since=0&limit=10000'),
+      5000,
+      true,
+    );
+    assert.deepEqual(statusLines(raw), ['HTTP/1.1 200 OK', 'HTTP/1.1 201 Created', 'HTTP/1.1 200 OK', 'HTTP/1.1 200 OK', 'HTTP/1.1 200 OK']);
+    const bodies = raw.split(/\r\n\r\n(?=[[{])/).slice(1).map((part) => part.slice(0, part.search(/HTTP\/1\.1 |$/)));
+    const [before, created, after, page, changes] = bodies.map((text) => JSON.parse(text) as unknown);
+    assert.deepEqual(before, []);
+    const { pk } = created as { pk: number };
+    assert.deepEqual(after, [{ pk, name: 'In order', barcode, price: '3.00' }]);
+    assert.equal((page as { count: number }).count, 1);
+    assert.ok((changes as { changes: Array<{ pk: number }> }).changes.some((change) => change.pk === pk), 'the change feed behind the create holds it');
+  });
+
   it('answers a create whose client half-closed right after the request, and the product is stored', async () => {
     const barcode = uniqueBarcode();
     const body = `{"name": "Half closed", "barcode": "${barcode}", "price": "1.25"}`;

@@ -5,11 +5,12 @@ import { useEveryMethod } from './connect.js';
 import { useExpectations } from './expect-continue.js';
 import { finishAnswersAfterClientEnds } from './node-internals.js';
 import { clientErrorHandler, frameworkErrors } from './parser-refusals.js';
+import { usePipelinedOrder } from './pipelined-order.js';
 import { useUnreadBodyLimit } from './unread-bodies.js';
 
 // What happens below the routes, on the connection: requests Node's parser or Fastify's router refuse
-// before any route sees them, every method and CONNECT, `Expect`, bodies nobody reads, a client that
-// ends its side early; and, in stop.ts, the stop. Routes never deal with any of it.
+// before any route sees them, the order of pipelined requests, every method and CONNECT, `Expect`,
+// bodies nobody reads, a client that ends its side early; and, in stop.ts, the stop. Routes never deal with any of it.
 
 /** Fastify's options for the refusals made before any route runs, each a problem document with the headers every answer carries. */
 export function connectionRefusals(headers: AnswerHeaders): Pick<FastifyServerOptions, 'frameworkErrors' | 'clientErrorHandler'> {
@@ -18,6 +19,7 @@ export function connectionRefusals(headers: AnswerHeaders): Pick<FastifyServerOp
 
 /** Everything else on the connection: register before the routes (its hooks act on routes added after them). */
 export function useConnectionHandling(app: FastifyInstance, headers: AnswerHeaders): void {
+  usePipelinedOrder(app);
   finishAnswersAfterClientEnds(app.server);
   useEveryMethod(app);
   useUnreadBodyLimit(app);
