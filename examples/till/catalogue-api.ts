@@ -69,7 +69,7 @@ export interface paths {
         };
         /**
          * Every product, in pk order (not paginated), or those matching the filters
-         * @description The whole catalogue in one array, streamed. For large catalogues use the paginated v2 listing.
+         * @description The whole catalogue in one array. Up to 50,000 products it carries a strong ETag; send it back in If-None-Match for a 304 without a body while the catalogue is unchanged. Longer lists are streamed as they are read, without an ETag. For large catalogues use the paginated v2 listing.
          *
          *     With `barcode` or `search`, only the matching products, in pk order (`[]` when none match).
          */
@@ -323,8 +323,29 @@ export interface components {
              * @example 1
              */
             pk: number;
-            /** @description The product as it is now, or null: removed. */
-            product: components["schemas"]["Product"] | null;
+            /** @description The product as it is now (a Product), or null: removed. */
+            product: {
+                /**
+                 * @description Assigned by the service; never reused.
+                 * @example 1
+                 */
+                pk: number;
+                /**
+                 * @description Trimmed; 1 to 200 characters; no control characters.
+                 * @example Espresso 1 kg
+                 */
+                name: string;
+                /**
+                 * @description A valid EAN-13 (GS1 check digit), unique in the catalogue.
+                 * @example 4006381333931
+                 */
+                barcode: string;
+                /**
+                 * @description Exact decimal, always two decimals.
+                 * @example 12.99
+                 */
+                price: string;
+            } | null;
         };
         ChangePage: {
             /** @description The catalogue's version when the changes were read: ask `since=` it next time. */
@@ -569,11 +590,20 @@ export interface operations {
             /** @description Every product (or every match), ordered by pk. */
             200: {
                 headers: {
+                    /** @description A strong validator of these exact bytes: send it back in If-None-Match for a 304 while they are unchanged. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Product"][];
                 };
+            };
+            /** @description Not modified: the ETag in If-None-Match is still current. No body. */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A filter is not valid; `errors` names it. */
             400: {
@@ -656,6 +686,15 @@ export interface operations {
         responses: {
             /** @description Every product (or every match), ordered by pk. */
             200: {
+                headers: {
+                    /** @description A strong validator of these exact bytes: send it back in If-None-Match for a 304 while they are unchanged. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not modified: the ETag in If-None-Match is still current. No body. */
+            304: {
                 headers: {
                     [name: string]: unknown;
                 };
