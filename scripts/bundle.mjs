@@ -2,7 +2,7 @@
 // (dist/server.js, dist/cli/catalogue.js), over the per-file output of tsc. Loading the hundreds of
 // small ES modules of the dependencies one by one cost the service about half of its start (1.07 s of
 // CPU to the first answer, 0.58 s bundled), so that `npm start` could not answer within a second.
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { build } from 'esbuild';
 import { COPIED_INTO_BUILD } from '../dist/build-freshness.js';
@@ -31,3 +31,7 @@ for (const [source, copy] of COPIED_INTO_BUILD) {
   mkdirSync(dirname(copy), { recursive: true });
   copyFileSync(source, copy);
 }
+
+// The `catalogue` command is package.json's bin, which `npx catalogue` runs as a program: npm marks it
+// executable only when it installs, so a build after that (`npm run build`, the benchmark's) must too.
+chmodSync('dist/cli/catalogue.js', 0o755);
