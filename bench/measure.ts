@@ -28,6 +28,8 @@ export class BenchFailure extends Error {}
 export interface Build {
   readonly label: string;
   readonly dist: string;
+  /** The service's WORKERS setting. */
+  readonly workers: number;
 }
 
 export interface Run {

@@ -19,6 +19,11 @@ export interface BenchOptions {
   readonly only: readonly string[];
   /** Other builds of the service driven in the same run, for before/after numbers: label to dist folder. */
   readonly compare: ReadonlyMap<string, string>;
+  /**
+   * The service's WORKERS for each of its runs: one entry (default 1, so that the service and the
+   * one-process baselines are compared per process), or several, each driven in the same run.
+   */
+  readonly workers: readonly number[];
   /** The bulk writes (bulk.ts) at these sizes instead of the HTTP scenarios; empty: the HTTP scenarios. */
   readonly bulk: readonly number[];
 }
@@ -27,6 +32,7 @@ const USAGE = `npm run bench -- [--size N] [--duration SECONDS] [--warmup SECOND
                   [--connections N] [--threads N]
                   [--database postgres://user@host:port/db] [--only name,name] [--smoke]
                   [--compare LABEL=DIST_DIR ...]   (another build of the service, driven in the same run)
+                  [--workers 1,2]   (the service with each WORKERS in the same run; default 1)
        npm run bench -- --bulk [--size N] [--database postgres://...] [--smoke]
                   (imports, price lists, SQL updates and a start after a plain load; 100,000 and 1,000,000 rows, or N)`;
 
@@ -44,6 +50,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
       database: { type: 'string' },
       only: { type: 'string' },
       compare: { type: 'string', multiple: true },
+      workers: { type: 'string' },
       smoke: { type: 'boolean', default: false },
       bulk: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
@@ -68,11 +75,14 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
     if (at <= 0) throw new Error(`--compare ${entry} is not valid: expected LABEL=DIST_DIR.\n${USAGE}`);
     compare.set(entry.slice(0, at), entry.slice(at + 1));
   }
+  const workers = (values.workers ?? '1').split(',').map((text) => whole('workers', text.trim(), 1, 1));
+  if (workers.length > 1 && compare.size > 0) throw new Error(`--workers with several counts and --compare cannot be combined: compare builds at one WORKERS.\n${USAGE}`);
   const connections = whole('connections', values.connections, smoke ? 4 : 32, 1);
   const threads = whole('threads', values.threads, 1, 1);
   if (threads > connections) throw new Error(`--threads ${threads} is more than --connections ${connections}: wrk needs a connection per thread.\n${USAGE}`);
   return Object.freeze({
     compare,
+    workers,
     database,
     size: whole('size', values.size, smoke ? 300 : 10_000, 200),
     duration: whole('duration', values.duration, smoke ? 1 : 5, 1),

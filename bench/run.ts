@@ -59,8 +59,11 @@ async function main(): Promise<number> {
     process.once(signal, () => void cleanUp().then(() => process.exit(code)));
   }
   try {
-    const builds: Build[] = [{ label: '', dist: join(ROOT, 'dist') }];
-    for (const [label, dist] of options.compare) builds.push({ label, dist: resolve(dist) });
+    const builds: Build[] =
+      options.workers.length === 1
+        ? [{ label: '', dist: join(ROOT, 'dist'), workers: options.workers[0]! }]
+        : options.workers.map((workers) => ({ label: `WORKERS=${workers}`, dist: join(ROOT, 'dist'), workers }));
+    for (const [label, dist] of options.compare) builds.push({ label, dist: resolve(dist), workers: options.workers[0]! });
     const databases = new Map<string, string>();
     for (const build of builds) {
       const databaseUrl = await seed(options, build, work, cleanups);
@@ -82,6 +85,7 @@ async function main(): Promise<number> {
     const rows: Row[] = [];
     for (const scenario of scenarios) rows.push(...(await measure(run, scenario)));
     console.log(`\n${formatTable(rows)}`);
+    if (options.workers.length > 1) console.log(`\n${workersComparison(rows, options.workers)}`);
     if (scenarios.some((s) => s.load === 'create')) {
       console.log('\ncreate: node:http and Fastify read each body and answer one fixed 201; the service stores every product.');
     }
@@ -138,12 +142,36 @@ async function startServices(builds: readonly Build[], databases: ReadonlyMap<st
     for (const pagination of styles) {
       const port = await freePort();
       const label = `service${build.label === '' ? '' : ` ${build.label}`}${styles.size > 1 ? ` (${pagination})` : ''}`;
-      const service = await startTarget(label, port, [join(build.dist, 'server.js')], { ...env, PORT: String(port), DATABASE_URL: databases.get(build.label)!, PAGINATION: pagination });
+      const service = await startTarget(label, port, [join(build.dist, 'server.js')], {
+        ...env,
+        PORT: String(port),
+        DATABASE_URL: databases.get(build.label)!,
+        PAGINATION: pagination,
+        WORKERS: String(build.workers),
+      });
       cleanups.push(service.stop);
       services.set(serviceKey(build, pagination), service);
     }
   }
   return services;
+}
+
+/** Each scenario's best req/s with every WORKERS count, as a multiple of the first count's. */
+function workersComparison(rows: readonly Row[], workers: readonly number[]): string {
+  const best = (row: Row): number => Math.max(...row.service.map((r) => r.requestsPerSecond));
+  const lines = [`| scenario | connections | ${workers.map((w) => `WORKERS=${w} req/s`).join(' | ')} | ${workers.slice(1).map((w) => `${w} / ${workers[0]}`).join(' | ')} |`];
+  lines.push(`|${' --- |'.repeat(2 + workers.length * 2 - 1)}`);
+  const byScenario = new Map<string, Row[]>();
+  for (const row of rows) {
+    const key = `${row.scenario.replace(/ \[WORKERS=\d+\]$/, '')}|${row.connections}`;
+    byScenario.set(key, [...(byScenario.get(key) ?? []), row]);
+  }
+  for (const [key, group] of byScenario) {
+    const [scenario, connections] = key.split('|');
+    const rates = group.map(best);
+    lines.push(`| ${scenario} | ${connections} | ${rates.map((r) => Math.round(r).toLocaleString('en')).join(' | ')} | ${rates.slice(1).map((r) => (r / rates[0]!).toFixed(2)).join(' | ')} |`);
+  }
+  return lines.join('\n');
 }
 
 /** What the run is and how its figures are taken: printed above the table, so a pasted table keeps it. */

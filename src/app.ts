@@ -21,6 +21,7 @@ import { useSharedSchemas } from './http/responses.js';
 import { webPage } from './http/web-page.js';
 import { useWriteToken } from './http/write-access.js';
 import type { CatalogueStore } from './storage/store.js';
+import type { WorkerGroup } from './workers/worker-group.js';
 
 export interface AppOptions {
   readonly config: Config;
@@ -32,6 +33,11 @@ export interface AppOptions {
    * its process with other work, as in the test suite, whose pauses are not the service's overload.
    */
   readonly refuseWhenOverloaded?: boolean;
+  /**
+   * The other processes serving the same port (`WORKERS`), when this app is one of them: limits,
+   * metrics and readiness then cover all of them.
+   */
+  readonly workerGroup?: WorkerGroup;
 }
 
 /**
@@ -39,7 +45,7 @@ export interface AppOptions {
  *
  * @example const app = await buildApp({ config: loadConfig({}), store }); await app.listen({ port: 0 });
  */
-export async function buildApp({ config, store, logger = false, refuseWhenOverloaded = true }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, store, logger = false, refuseWhenOverloaded = true, workerGroup }: AppOptions): Promise<FastifyInstance> {
   // Last-Event-ID: EventSource sends it when it resumes a change stream, from a page on any origin.
   const allowedHeaders = ['Content-Type', 'Idempotency-Key', 'Last-Event-ID'];
   if (config.apiToken !== undefined) allowedHeaders.push('Authorization');
@@ -90,16 +96,18 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   // Before everything that costs work, after the hooks that give every answer its id and CORS headers.
   declareOverloadAnswer(app);
   if (refuseWhenOverloaded) await useOverloadRefusal(app);
-  const streams = new ChangeStreams(store, { max: config.changeStreamsMax });
+  // With workers, the bound is the instance's: the primary counts every worker's streams.
+  const streams = new ChangeStreams(store, { max: config.changeStreamsMax, shared: workerGroup });
   // Streams never end by themselves: a stop would otherwise wait its whole time limit for them.
   app.addHook('preClose', (done) => {
     streams.closeAll();
     done();
   });
-  useMetrics(app, store, streams);
-  await app.register(health, { store });
+  const ownMetrics = useMetrics(app, store, streams, workerGroup);
+  workerGroup?.answerWith({ metrics: ownMetrics, ready: () => store.ping() });
+  await app.register(health, { store, workerGroup });
   await app.register(webPage);
-  if (config.rateLimit !== undefined) await useRateLimit(app, config.rateLimit);
+  if (config.rateLimit !== undefined) await useRateLimit(app, config.rateLimit, workerGroup);
   if (config.apiToken !== undefined) useWriteToken(app, config.apiToken);
   await app.register(productsV1, { store });
   await app.register(productsV2, {

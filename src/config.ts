@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 
 export type Pagination = 'limit-offset' | 'page-number';
 
@@ -22,6 +23,11 @@ export interface Config {
    * writer) before it gives up with nothing stored, in milliseconds.
    */
   readonly writeWaitMs: number;
+  /**
+   * How many processes serve the port (`WORKERS`): with more than one, a primary process starts them,
+   * replaces one that ends, and stops them all. `auto` is the cores this process may use.
+   */
+  readonly workers: number;
   /** Most change feed streams (server-sent events) one instance keeps open at once. */
   readonly changeStreamsMax: number;
   readonly pagination: Pagination;
@@ -64,10 +70,12 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 /**
  * Reads the service's settings from an environment, checks every one, and reports all bad ones at once.
  *
+ * `cores` is what `WORKERS=auto` means: the cores this process may use, unless told.
+ *
  * @throws ConfigError naming each setting whose value is refused.
  * @example loadConfig({ PORT: '8080', PAGINATION: 'page-number' })
  */
-export function loadConfig(env: Readonly<Record<string, string | undefined>>): Config {
+export function loadConfig(env: Readonly<Record<string, string | undefined>>, cores: number = availableParallelism()): Config {
   const problems: string[] = [];
   const read = (name: string, fallback: string): string => {
     const value = env[name];
@@ -98,6 +106,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
   const dbPoolMax = integer('DB_POOL_MAX', 10, 1, 1000);
   const writeWaitMs = integer('WRITE_WAIT_MS', 3000, 100, 60_000);
   const changeStreamsMax = integer('CHANGE_STREAMS_MAX', 1000, 1, 100_000);
+  const workers = parseWorkers(read('WORKERS', 'auto'), cores, database, problems);
 
   const pagination = read('PAGINATION', 'limit-offset');
   if (pagination !== 'limit-offset' && pagination !== 'page-number') {
@@ -152,6 +161,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     database: database!,
     dbPoolMax,
     writeWaitMs,
+    workers,
     changeStreamsMax,
     pagination: pagination as Pagination,
     pageSize,
@@ -163,6 +173,24 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     trustProxy: trustProxy!,
     migrateOnStart: migrateOnStart!,
   });
+}
+
+/** The most workers one machine is given, a bound on a typo rather than on machines. */
+const MOST_WORKERS = 256;
+
+function parseWorkers(text: string, cores: number, database: DatabaseLocation | undefined, problems: string[]): number {
+  // A database in memory belongs to one process: every worker would serve a catalogue of its own.
+  const inMemory = database?.kind === 'sqlite' && database.path === ':memory:';
+  if (text.toLowerCase() === 'auto') return inMemory ? 1 : Math.max(1, Math.min(cores, MOST_WORKERS));
+  if (!/^[0-9]+$/.test(text) || Number(text) < 1 || Number(text) > MOST_WORKERS) {
+    problems.push(`WORKERS=${JSON.stringify(text)} is not valid: expected auto (one per core) or a whole number from 1 to ${MOST_WORKERS}.`);
+    return 1;
+  }
+  if (inMemory && Number(text) > 1) {
+    problems.push(`WORKERS=${text} is not valid with DATABASE_URL=sqlite::memory:: a database in memory belongs to one process, so each worker would serve a catalogue of its own. Use WORKERS=1 or a database file.`);
+    return 1;
+  }
+  return Number(text);
 }
 
 function parseTrustProxy(text: string): Config['trustProxy'] | undefined {

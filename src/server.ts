@@ -1,3 +1,6 @@
+import cluster from 'node:cluster';
+import type { Server } from 'node:http';
+import { pino } from 'pino';
 import { buildApp } from './app.js';
 import { staleBuildProblem } from './build-freshness.js';
 import { ConfigError, loadConfig, redactPassword, startupWarnings } from './config.js';
@@ -8,6 +11,8 @@ import { OVERLOAD } from './http/overload.js';
 import { SchemaNotCurrentError } from './storage/migrations.js';
 import { closeConnectionsOnStop } from './http/connection/stop.js';
 import { openStore } from './storage/open-store.js';
+import { startPrimary } from './workers/primary.js';
+import { joinWorkerGroup } from './workers/worker-group.js';
 
 /** How long in-flight requests may take to finish after a stop signal. */
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -40,10 +45,25 @@ async function main(): Promise<void> {
     throw error;
   }
 
+  if (config.workers > 1 && cluster.isPrimary) {
+    // This process only starts, replaces and stops the workers, which serve; it opens no database.
+    const log = pino(loggerOptions(config.logLevel));
+    const primary = startPrimary({ workers: config.workers, log, stopGraceMs: SHUTDOWN_GRACE_MS });
+    const stopAndExit = (signal: NodeJS.Signals): void => void primary.stop(signal).then((status) => process.exit(status));
+    onStopSignal = stopAndExit;
+    primary.started.then(
+      (address) => log.info(`serving at ${address} with ${config.workers} workers`),
+      // The worker has said why on standard error; the primary has nothing to add.
+      () => stopAndExit('SIGTERM'),
+    );
+    return;
+  }
+  const workerGroup = joinWorkerGroup(config.workers);
+
   const where = config.database.kind === 'sqlite' ? `sqlite:${config.database.path}` : redactPassword(config.database.url);
   let store;
   try {
-    store = await openStore(config.database, { poolMax: config.dbPoolMax, writeWaitMs: config.writeWaitMs, migrate: config.migrateOnStart });
+    store = await openStore(config.database, { poolMax: poolShare(config.dbPoolMax, workerGroup?.size ?? 1), writeWaitMs: config.writeWaitMs, migrate: config.migrateOnStart });
   } catch (error) {
     if (error instanceof SchemaNotCurrentError) {
       console.error(`${error.message} Run \`npx catalogue migrate\` first (MIGRATE_ON_START is false).`);
@@ -53,7 +73,7 @@ async function main(): Promise<void> {
     process.exit(1);
   }
 
-  const app = await buildApp({ config, store, logger: loggerOptions(config.logLevel) });
+  const app = await buildApp({ config, store, logger: loggerOptions(config.logLevel), workerGroup });
   const connections = closeConnectionsOnStop(app.server);
   try {
     await app.listen({ port: config.port, host: config.host, backlog: OVERLOAD.listenBacklog });
@@ -63,6 +83,8 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   app.log.info(`catalogue on ${where}, ${config.pagination} pagination`);
+  // With workers the primary says when all of them listen.
+  if (workerGroup === undefined) app.log.info(`serving at ${listeningAt(app.server.address())} with one process`);
   for (const warning of startupWarnings(config)) app.log.warn(warning);
 
   // What a killed import or removal wrote is undone here when no other bulk write comes to do it.
@@ -101,6 +123,20 @@ async function main(): Promise<void> {
         },
       );
   };
+}
+
+/**
+ * This process's share of the instance's `DB_POOL_MAX` connections, so that `WORKERS=auto` on a large
+ * machine does not multiply them past the database's own limit; at least 2, so that a worker's writes
+ * never wait behind its reads for the one connection.
+ */
+function poolShare(poolMax: number, workers: number): number {
+  return Math.max(2, Math.ceil(poolMax / workers));
+}
+
+function listeningAt(address: ReturnType<Server['address']>): string {
+  if (address === null || typeof address === 'string') return String(address);
+  return `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
 }
 
 /** One line saying why the service cannot listen, instead of the error's stack. */

@@ -4,12 +4,13 @@ import { ConfigError, isLoopbackHost, loadConfig, redactPassword, startupWarning
 
 describe('loadConfig', () => {
   it('has the documented defaults', () => {
-    assert.deepEqual(loadConfig({}), {
+    assert.deepEqual(loadConfig({}, 6), {
       port: 8000,
       host: '127.0.0.1',
       database: { kind: 'sqlite', path: './data/catalogue.db' },
       dbPoolMax: 10,
       writeWaitMs: 3000,
+      workers: 6,
       changeStreamsMax: 1000,
       pagination: 'limit-offset',
       pageSize: 100,
@@ -113,6 +114,21 @@ describe('loadConfig', () => {
       assert.deepEqual(startupWarnings(loadConfig({ HOST: host })), [], host);
     }
     assert.equal(isLoopbackHost('192.168.1.5'), false);
+  });
+
+  it('reads how many workers serve: auto is one per core, one over a database in memory', () => {
+    assert.equal(loadConfig({ WORKERS: '3' }, 8).workers, 3);
+    assert.equal(loadConfig({ WORKERS: 'auto' }, 8).workers, 8);
+    assert.equal(loadConfig({ WORKERS: 'AUTO' }, 1).workers, 1);
+    assert.equal(loadConfig({ WORKERS: 'auto', DATABASE_URL: 'sqlite::memory:' }, 8).workers, 1);
+    assert.equal(loadConfig({ WORKERS: '1', DATABASE_URL: 'sqlite::memory:' }, 8).workers, 1);
+    for (const bad of ['0', '-1', '2.5', 'many', '257']) {
+      assert.throws(() => loadConfig({ WORKERS: bad }), (error: ConfigError) => {
+        assert.deepEqual(error.problems, [`WORKERS=${JSON.stringify(bad)} is not valid: expected auto (one per core) or a whole number from 1 to 256.`]);
+        return true;
+      });
+    }
+    assert.throws(() => loadConfig({ WORKERS: '2', DATABASE_URL: 'sqlite::memory:' }), /WORKERS=2 is not valid with DATABASE_URL=sqlite::memory:/);
   });
 
   it('reads whether to migrate at start', () => {

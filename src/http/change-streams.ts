@@ -27,9 +27,17 @@ const PROBE_AFTER_END_MS = 100;
 /** The pause EventSource makes before reconnecting, which the stream asks for. */
 const RECONNECT_MS = 2_000;
 
+/** Where the count of open streams is kept when several worker processes share one instance's `max`. */
+export interface SharedStreamCount {
+  claimStream(max: number): Promise<boolean>;
+  releaseStream(): void;
+}
+
 export interface ChangeStreamsOptions {
-  /** Most streams open at once in this instance. */
+  /** Most streams open at once in this instance (across its workers, with `shared`). */
   readonly max: number;
+  /** The count kept for every worker of the instance; this process's own count without it. */
+  readonly shared?: SharedStreamCount | undefined;
   /** For tests: how often to send the keep-alive comment. */
   readonly heartbeatMs?: number;
 }
@@ -58,6 +66,9 @@ export class ChangeStreams {
   /** Most streams open at once. */
   readonly max: number;
   readonly #all = new Set<Stream>();
+  readonly #shared: SharedStreamCount | undefined;
+  /** Streams claimed here and not yet followed (nor given back). */
+  #claimed = 0;
   readonly #live = new Set<Stream>();
   /** The version up to which the live source has read changes. */
   #head = 0;
@@ -66,9 +77,10 @@ export class ChangeStreams {
   #poll: NodeJS.Timeout | undefined;
   readonly #heartbeat: NodeJS.Timeout;
 
-  constructor(store: CatalogueStore, { max, heartbeatMs = HEARTBEAT_MS }: ChangeStreamsOptions) {
+  constructor(store: CatalogueStore, { max, shared, heartbeatMs = HEARTBEAT_MS }: ChangeStreamsOptions) {
     this.#store = store;
     this.max = max;
+    this.#shared = shared;
     this.#heartbeat = setInterval(() => this.#beat(), heartbeatMs);
     this.#heartbeat.unref();
   }
@@ -78,22 +90,36 @@ export class ChangeStreams {
     return this.#all.size;
   }
 
-  /** Whether another stream may open. */
-  get full(): boolean {
-    return this.#all.size >= this.max;
+  /**
+   * Takes room for one more stream: false when the instance holds `max` already. A claim is followed
+   * (`follow`) or given back (`release`).
+   */
+  async claim(): Promise<boolean> {
+    if (this.#shared !== undefined) return this.#shared.claimStream(this.max);
+    if (this.#all.size + this.#claimed >= this.max) return false;
+    this.#claimed += 1;
+    return true;
+  }
+
+  /** Gives back a claim that was not followed. */
+  release(): void {
+    if (this.#shared !== undefined) this.#shared.releaseStream();
+    else this.#claimed -= 1;
   }
 
   /**
    * Answers `request` with the stream of every change after version `since`, until the client goes
-   * away or the service stops.
+   * away or the service stops. It takes the room `claim` gave.
    */
   follow(request: FastifyRequest, reply: FastifyReply, since: number): FastifyReply {
     const body = new PassThrough();
     const stream: Stream = { body, socket: request.socket, position: since, live: false, closed: false };
+    if (this.#shared === undefined) this.#claimed -= 1;
     this.#all.add(stream);
     const close = (): void => {
       if (stream.closed) return;
       stream.closed = true;
+      this.#shared?.releaseStream();
       this.#all.delete(stream);
       this.#live.delete(stream);
       if (this.#live.size === 0) this.#stopPolling();

@@ -89,13 +89,16 @@ export async function changes(app: FastifyInstance, { store, streams }: ChangesO
           const since = readStart(request, address.params);
           const { version } = await store.describeCatalogue();
           if (since > version) throw aheadOfCatalogue(since, version, 'Last-Event-ID');
-          if (streams.full) {
+          if (!(await streams.claim())) {
             throw new HttpProblem(503, `This instance follows as many change streams as it may (${streams.max}); try again shortly.`, {
               headers: { 'Retry-After': String(BUSY_RETRY_AFTER_SECONDS) },
             });
           }
           // HEAD: the stream's headers, no stream.
-          if (request.method === 'HEAD') return reply.code(200).type('text/event-stream; charset=utf-8').header('Cache-Control', 'no-store').send();
+          if (request.method === 'HEAD') {
+            streams.release();
+            return reply.code(200).type('text/event-stream; charset=utf-8').header('Cache-Control', 'no-store').send();
+          }
           return streams.follow(request, reply, since);
         }
         // Only valid requests are kept, so a kept answer needs no parsing of the query.

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
+import { StoreUnavailableError } from '../catalogue/errors.js';
 import type { CatalogueStore } from '../storage/store.js';
+import type { WorkerGroup } from '../workers/worker-group.js';
 import { resource } from './resource.js';
 import { STORE_UNAVAILABLE, jsonResponse } from './responses.js';
 
@@ -9,13 +11,15 @@ const ReadySchema = Type.Object({ status: Type.Literal('ready') }, { additionalP
 
 export interface HealthOptions {
   readonly store: CatalogueStore;
+  /** With workers, `/readyz` answers for all of them: ready when every worker's database answers. */
+  readonly workerGroup?: WorkerGroup | undefined;
 }
 
 /**
  * Probes for load balancers and orchestrators: `/healthz` says the process answers (restart it when
  * this fails); `/readyz` says it can serve the catalogue now (send it no traffic while this fails).
  */
-export async function health(app: FastifyInstance, { store }: HealthOptions): Promise<void> {
+export async function health(app: FastifyInstance, { store, workerGroup }: HealthOptions): Promise<void> {
   resource(app, '/healthz', {
     GET: {
       options: {
@@ -43,7 +47,8 @@ export async function health(app: FastifyInstance, { store }: HealthOptions): Pr
         },
       },
       handler: async () => {
-        await store.ping();
+        if (workerGroup === undefined) await store.ping();
+        else await workerGroup.ready().catch((error: unknown) => Promise.reject(new StoreUnavailableError(error)));
         return { status: 'ready' as const };
       },
     },

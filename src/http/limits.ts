@@ -1,6 +1,7 @@
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance } from 'fastify';
 import type { RateLimit } from '../config.js';
+import type { WorkerGroup } from '../workers/worker-group.js';
 import Type from 'typebox';
 import { HttpProblem } from './problem.js';
 import { problemResponse } from './responses.js';
@@ -27,9 +28,10 @@ export const TIMEOUTS = Object.freeze({
 
 /**
  * Caps requests per client address and window. Clients over the cap get a 429 problem document
- * with `Retry-After` (seconds); every answer carries the `X-RateLimit-*` headers.
+ * with `Retry-After` (seconds); every answer carries the `X-RateLimit-*` headers. With workers, the
+ * requests are counted across all of them.
  */
-export async function useRateLimit(app: FastifyInstance, limit: RateLimit): Promise<void> {
+export async function useRateLimit(app: FastifyInstance, limit: RateLimit, workerGroup?: WorkerGroup): Promise<void> {
   // Every route limited from here on can answer 429; its documented answers say so.
   const tooMany = problemResponse(`More than ${limit.max} requests from this address in ${describeWindow(limit.windowMs)} (RATE_LIMIT).`, {
     'Retry-After': Type.String({ description: 'Seconds to wait before retrying.', examples: ['30'] }),
@@ -41,11 +43,32 @@ export async function useRateLimit(app: FastifyInstance, limit: RateLimit): Prom
   await app.register(rateLimit, {
     max: limit.max,
     timeWindow: limit.windowMs,
+    ...(workerGroup === undefined ? {} : { store: sharedCounts(workerGroup) }),
     errorResponseBuilder: (_request, context) =>
       new HttpProblem(429, `Too many requests from this address: at most ${context.max} in ${describeWindow(limit.windowMs)}. Try again in ${context.after}.`, {
         headers: { 'Retry-After': String(Math.max(1, Math.ceil(context.ttl / 1000))) },
       }),
   });
+}
+
+/**
+ * @fastify/rate-limit's store interface over the counts the primary keeps for every worker. A count the
+ * primary cannot give (it is gone, and this worker ends with it) refuses the request with a 503 and
+ * Retry-After: the limit is never silently lifted.
+ */
+function sharedCounts(workerGroup: WorkerGroup) {
+  return class SharedCounts {
+    incr(key: string, callback: (error: Error | null, count?: { current: number; ttl: number }) => void, timeWindow: number, max: number): void {
+      workerGroup.countRequest(key, timeWindow, max).then(
+        (count) => callback(null, count),
+        () => callback(new HttpProblem(503, 'The service cannot count this request against its rate limit now; try again in a moment.', { headers: { 'Retry-After': '1' } })),
+      );
+    }
+
+    child(): SharedCounts {
+      return this;
+    }
+  };
 }
 
 function describeWindow(ms: number): string {

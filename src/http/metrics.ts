@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CatalogueStore, WriteWaits } from '../storage/store.js';
+import type { WorkerGroup } from '../workers/worker-group.js';
 import type { ChangeStreams } from './change-streams.js';
 import { resource } from './resource.js';
 
@@ -14,8 +15,11 @@ const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
  * Each app has its own registry, so that several apps in one process (tests) do not mix figures.
  * Requests that match no route are labelled `unmatched`, so that scanning random paths cannot grow
  * the number of series without bound.
+ *
+ * With workers, `/metrics` answers for all of them (the primary adds up each worker's figures); the
+ * function returned gives this worker's own, for the primary to ask.
  */
-export function useMetrics(app: FastifyInstance, store: CatalogueStore, streams: Pick<ChangeStreams, 'open'>): void {
+export function useMetrics(app: FastifyInstance, store: CatalogueStore, streams: Pick<ChangeStreams, 'open'>, workerGroup?: WorkerGroup): () => Promise<unknown> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const labelNames = ['method', 'route', 'status'] as const;
@@ -100,7 +104,8 @@ export function useMetrics(app: FastifyInstance, store: CatalogueStore, streams:
   resource(app, '/metrics', {
     GET: {
       options: { schema: { hide: true } },
-      handler: async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()),
+      handler: async (_request, reply) => reply.type(registry.contentType).send(await (workerGroup?.metrics() ?? registry.metrics())),
     },
   });
+  return () => registry.getMetricsAsJSON();
 }

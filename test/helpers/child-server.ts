@@ -116,14 +116,25 @@ export function spawnChild(env: Record<string, string | undefined>, args: readon
 }
 
 /**
+ * How many processes a service the tests start serves with, unless a test says: one, or the suite's
+ * `TEST_WORKERS` (CI runs the HTTP suite once with `TEST_WORKERS=2`).
+ */
+export const TEST_WORKERS = process.env.TEST_WORKERS?.trim() || '1';
+
+/**
  * Starts the service as its own process on 127.0.0.1 and a port of the system's choosing, as an
- * operator would, and resolves once it listens (learning the port from Fastify's log line).
- * Settings are passed as environment variables.
+ * operator would, and resolves once it serves (learning the address from its `serving at` line, which
+ * comes when every worker listens). Settings are passed as environment variables.
  */
 export async function spawnServer(env: Record<string, string>, args: readonly string[] = SERVER_SOURCE_ARGS): Promise<ChildServer> {
-  const child = spawnChild({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, args);
-  const listening = await child.waitForLog(/^Server listening at http:\/\/127\.0\.0\.1:\d+$/);
-  return { ...child, url: listening.msg!.replace(/^Server listening at /, '') };
+  const child = spawnChild({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', WORKERS: TEST_WORKERS, ...env }, args);
+  return { ...child, url: await servingAt(child) };
+}
+
+/** The address in the service's `serving at URL with ...` line, once it has logged it. */
+export async function servingAt(child: Child): Promise<string> {
+  const serving = await child.waitForLog(/^serving at http:\/\/127\.0\.0\.1:\d+ with /);
+  return /^serving at (\S+) with /.exec(serving.msg!)![1]!;
 }
 
 /** Accepts Fastify's log line for a `method` request whose head has arrived: its body may still be on its way. */

@@ -1,10 +1,12 @@
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { loadConfig, type Config, type DatabaseLocation } from '../../src/config.js';
 import { openStore, type StoreOptions } from '../../src/storage/open-store.js';
 import type { CatalogueStore } from '../../src/storage/store.js';
-import { ensureBuild } from './build.js';
+import { ensureBuild, ROOT } from './build.js';
+import { databaseUrl, spawnServer, TEST_WORKERS } from './child-server.js';
 import { auditResponses } from './openapi-responses.js';
 import type { TestStore } from './stores.js';
 
@@ -13,7 +15,9 @@ export interface RunningServer {
   readonly url: string;
   readonly config: Config;
   readonly location: DatabaseLocation;
+  /** The app itself: only where it runs in the test's process (see `ServerOptions.inProcess`). */
   readonly app: FastifyInstance;
+  /** The server's store, or under `TEST_WORKERS` a store of the test's own over the same database. */
   readonly store: CatalogueStore;
   /**
    * Stops the server and closes the store; the database is kept.
@@ -29,6 +33,11 @@ export interface ServerOptions {
   readonly refuseWhenOverloaded?: boolean;
   /** How the store is opened, beyond the settings. */
   readonly storeOptions?: StoreOptions;
+  /**
+   * The test reads the app itself (its Node server): it runs in the test's process even when the suite
+   * runs its servers as workers. So does a server with `wrapStore` or `refuseWhenOverloaded`.
+   */
+  readonly inProcess?: boolean;
 }
 
 /**
@@ -38,6 +47,9 @@ export interface ServerOptions {
 export async function startServer(location: DatabaseLocation, env: Record<string, string> = {}, options: ServerOptions = {}): Promise<RunningServer> {
   // The page and the contract the app serves are read from the build.
   await ensureBuild();
+  const inProcess = options.inProcess === true || options.wrapStore !== undefined || options.refuseWhenOverloaded === true;
+  const inMemory = location.kind === 'sqlite' && location.path === ':memory:';
+  if (TEST_WORKERS !== '1' && !inProcess && !inMemory) return startWorkers(location, env, options);
   const config = loadConfig({ ...env });
   const store = await openStore(location, { ...options.storeOptions, poolMax: config.dbPoolMax, writeWaitMs: config.writeWaitMs });
   // The suite's own work pauses the event loop it shares with the service: that is no overload.
@@ -62,18 +74,41 @@ export async function startServer(location: DatabaseLocation, env: Record<string
   };
 }
 
+/**
+ * The service as `npm start` runs it, built, with `TEST_WORKERS` processes over the location: how CI
+ * runs the HTTP suite a second time, so that every behaviour is shown to hold across workers.
+ */
+async function startWorkers(location: DatabaseLocation, env: Record<string, string>, options: ServerOptions): Promise<RunningServer> {
+  const config = loadConfig({ ...env, WORKERS: TEST_WORKERS });
+  const child = await spawnServer({ ...env, DATABASE_URL: databaseUrl(location), WORKERS: TEST_WORKERS }, [join(ROOT, 'dist', 'server.js')]);
+  const store = await openStore(location, { ...options.storeOptions, poolMax: 2 });
+  return {
+    url: child.url,
+    config,
+    location,
+    get app(): FastifyInstance {
+      throw new Error(`The service runs as ${TEST_WORKERS} worker processes (TEST_WORKERS): a test that reads the app must start it with { inProcess: true }.`);
+    },
+    store,
+    stop: async () => {
+      const { code, signal } = await child.stop();
+      await store.close();
+      if (code !== 0) throw new Error(`The service ended with ${signal ?? `exit status ${code}`} when stopped:\n${child.stderr()}`);
+    },
+  };
+}
+
 /** A fresh database of `testStore` with a server over it; `stop()` also drops the database. */
 export async function startFreshServer(testStore: TestStore, env: Record<string, string> = {}, options: ServerOptions = {}): Promise<RunningServer> {
   const { location, drop } = await testStore.create();
   const server = await startServer(location, env, { storeOptions: testStore.storeOptions, ...options });
-  return {
-    ...server,
-    stop: async () => {
-      try {
-        await server.stop();
-      } finally {
-        await drop();
-      }
-    },
+  const stop = async (): Promise<void> => {
+    try {
+      await server.stop();
+    } finally {
+      await drop();
+    }
   };
+  // Descriptors, not a spread: a spread would read `app`, which a server of worker processes refuses.
+  return Object.defineProperties({}, { ...Object.getOwnPropertyDescriptors(server), stop: { value: stop, enumerable: true } }) as RunningServer;
 }

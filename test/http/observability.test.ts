@@ -88,7 +88,7 @@ describe('logs', () => {
 
 describe('timeouts', () => {
   it('bound how long a slow client can hold a connection', async (t) => {
-    const server = await startFreshServer(sqlite);
+    const server = await startFreshServer(sqlite, {}, { inProcess: true });
     t.after(() => server.stop());
     const http = server.app.server;
     assert.deepEqual(

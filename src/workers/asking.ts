@@ -1,0 +1,97 @@
+/**
+ * Questions and answers between the primary and its workers over Node's IPC channel. Every message of
+ * the service carries `catalogue`, so that it never takes another library's messages for its own.
+ */
+
+/** What one side asks the other: `what` names the question, `args` its details. */
+export interface Question {
+  readonly catalogue: 'ask';
+  readonly id: number;
+  readonly what: string;
+  readonly args?: unknown;
+}
+
+export interface Answer {
+  readonly catalogue: 'answer';
+  readonly id: number;
+  /** The answer's value, or the message of the error that answering threw. */
+  readonly value?: unknown;
+  readonly error?: string;
+}
+
+/** How long a question may go unanswered: a worker that does not answer in this time counts as failing. */
+export const ANSWER_WITHIN_MS = 3000;
+
+export function isQuestion(message: unknown): message is Question {
+  return typeof message === 'object' && message !== null && (message as Question).catalogue === 'ask';
+}
+
+export function isAnswer(message: unknown): message is Answer {
+  return typeof message === 'object' && message !== null && (message as Answer).catalogue === 'answer';
+}
+
+/**
+ * One side's questions in flight over one channel: `ask` sends a question and resolves with its answer;
+ * `settle` is given every answer that arrives.
+ */
+export class Questions {
+  readonly #send: (message: Question) => void;
+  readonly #waiting = new Map<number, { resolve(value: unknown): void; reject(error: Error): void; timer: NodeJS.Timeout }>();
+  #next = 0;
+
+  constructor(send: (message: Question) => void) {
+    this.#send = send;
+  }
+
+  ask(what: string, args?: unknown, withinMs = ANSWER_WITHIN_MS): Promise<unknown> {
+    const id = ++this.#next;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#waiting.delete(id);
+        reject(new Error(`no answer to ${what} within ${withinMs} ms`));
+      }, withinMs);
+      this.#waiting.set(id, { resolve, reject, timer });
+      try {
+        this.#send({ catalogue: 'ask', id, what, args });
+      } catch (error) {
+        clearTimeout(timer);
+        this.#waiting.delete(id);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      }
+    });
+  }
+
+  settle(answer: Answer): void {
+    const waiting = this.#waiting.get(answer.id);
+    if (waiting === undefined) return;
+    this.#waiting.delete(answer.id);
+    clearTimeout(waiting.timer);
+    if (answer.error === undefined) waiting.resolve(answer.value);
+    else waiting.reject(new Error(answer.error));
+  }
+
+  /** Fails every question still waiting: the other side is gone. */
+  failAll(reason: string): void {
+    for (const [id, waiting] of this.#waiting) {
+      this.#waiting.delete(id);
+      clearTimeout(waiting.timer);
+      waiting.reject(new Error(reason));
+    }
+  }
+}
+
+/** Answers `question` with what `answer` gives for it, sending the answer with `send`; a channel already closed is no failure. */
+export function answerQuestion(question: Question, answer: (what: string, args: unknown) => Promise<unknown>, send: (message: Answer) => void): void {
+  answer(question.what, question.args).then(
+    (value) => sendQuietly(send, { catalogue: 'answer', id: question.id, value }),
+    (error: unknown) => sendQuietly(send, { catalogue: 'answer', id: question.id, error: error instanceof Error ? error.message : String(error) }),
+  );
+}
+
+function sendQuietly(send: (message: Answer) => void, message: Answer): void {
+  try {
+    send(message);
+  } catch {
+    // The asker has gone (a worker stopping, the primary killed): nobody is left to tell.
+  }
+}

@@ -1,0 +1,180 @@
+import cluster, { type Worker } from 'node:cluster';
+import type { Logger } from 'pino';
+import LocalStore from '@fastify/rate-limit/store/LocalStore.js';
+import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
+import { answerQuestion, isAnswer, isQuestion, Questions, type Question } from './asking.js';
+import type { RateCount } from './worker-group.js';
+
+/** A worker that ends sooner than this after its start is failing to start: its next one waits. */
+const EARLY_EXIT_MS = 5000;
+/** The longest wait before starting a worker again after failed starts (it doubles from one second). */
+const LONGEST_RESTART_WAIT_MS = 30_000;
+
+export interface PrimaryOptions {
+  /** How many workers serve the port. */
+  readonly workers: number;
+  readonly log: Logger;
+  /** How long the workers get to finish their requests after a stop signal, as one process does. */
+  readonly stopGraceMs: number;
+}
+
+export interface Primary {
+  /**
+   * Resolves with the address once every worker listens; rejects when a worker ends before any has
+   * listened (its own output says why), having stopped the others.
+   */
+  readonly started: Promise<string>;
+  /** Stops every worker (each finishes its requests in flight); resolves with the exit status the service should end with. */
+  stop(signal: NodeJS.Signals): Promise<number>;
+}
+
+interface Member {
+  readonly worker: Worker;
+  readonly questions: Questions;
+  readonly startedAt: number;
+  listening: boolean;
+  /** Change streams this worker holds open (CHANGE_STREAMS_MAX is the service's, shared by all). */
+  streams: number;
+}
+
+/**
+ * Starts and keeps `workers` processes serving one port (Node's cluster: the primary accepts each
+ * connection and hands it to the workers in turn). A worker that ends is logged and replaced; the
+ * primary keeps what must hold across all of them: the rate limit's counts, and it gathers every
+ * worker's metrics and readiness.
+ */
+export function startPrimary({ workers, log, stopGraceMs }: PrimaryOptions): Primary {
+  const members = new Map<number, Member>();
+  // The rate limit's own in-process store, kept here once for every worker, so that a client's requests
+  // count against one limit whichever worker serves them.
+  const rateCounts = new LocalStore(false, false);
+  const registry = new Registry();
+  new Gauge({
+    name: 'catalogue_workers',
+    help: 'Worker processes serving the port now (WORKERS).',
+    registers: [registry],
+    collect() {
+      this.set([...members.values()].filter((m) => m.listening).length);
+    },
+  });
+  const restarts = new Counter({ name: 'catalogue_worker_restarts_total', help: 'Workers that ended unasked and were replaced.', registers: [registry] });
+
+  let stopping = false;
+  let everListened = false;
+  let failedStarts = 0;
+  let address = '';
+  let resolveStarted!: (address: string) => void;
+  let rejectStarted!: (error: Error) => void;
+  const started = new Promise<string>((resolve, reject) => {
+    resolveStarted = resolve;
+    rejectStarted = reject;
+  });
+  let stopped: Promise<number> | undefined;
+
+  const askAll = async (what: string): Promise<unknown[]> =>
+    Promise.all(
+      [...members.values()]
+        .filter((m) => m.listening)
+        .map((m) => m.questions.ask(what).catch((error: unknown) => {
+          throw new Error(`worker ${m.worker.process.pid}: ${error instanceof Error ? error.message : String(error)}`);
+        })),
+    );
+
+  const answer = async (what: string, args: unknown, from: Member): Promise<unknown> => {
+    if (what === 'metrics') {
+      const perWorker = await askAll('metrics');
+      const summed = AggregatorRegistry.aggregate(perWorker as object[]);
+      return (await summed.metrics()) + (await registry.metrics());
+    }
+    if (what === 'ready') {
+      if (stopping) throw new Error('the service is stopping');
+      await askAll('ready');
+      return 'ready';
+    }
+    if (what === 'count-request') {
+      const { key, windowMs, max } = args as { key: string; windowMs: number; max: number };
+      return new Promise<RateCount>((resolve, reject) => rateCounts.incr(key, (error, count) => (error ? reject(error) : resolve(count)), windowMs, max));
+    }
+    if (what === 'claim-stream') {
+      const { max } = args as { max: number };
+      const open = [...members.values()].reduce((sum, m) => sum + m.streams, 0);
+      if (open >= max) return false;
+      from.streams += 1;
+      return true;
+    }
+    if (what === 'release-stream') {
+      from.streams = Math.max(0, from.streams - 1);
+      return 'released';
+    }
+    throw new Error(`no such question: ${what}`);
+  };
+
+  const fork = (): void => {
+    const worker = cluster.fork();
+    const member: Member = { worker, questions: new Questions((message: Question) => worker.send(message)), startedAt: Date.now(), listening: false, streams: 0 };
+    members.set(worker.id, member);
+    worker.on('message', (message: unknown) => {
+      if (isAnswer(message)) member.questions.settle(message);
+      else if (isQuestion(message)) answerQuestion(message, (what, args) => answer(what, args, member), (reply) => worker.send(reply));
+    });
+    worker.on('listening', ({ address: host, port }) => {
+      member.listening = true;
+      failedStarts = 0;
+      address = `http://${host?.includes(':') ? `[${host}]` : host}:${port}`;
+      if (!everListened) {
+        everListened = true;
+        // The first worker has run the migrations (if any); the others start beside each other.
+        for (let i = 1; i < workers; i += 1) fork();
+      }
+      if ([...members.values()].filter((m) => m.listening).length === workers) resolveStarted(address);
+    });
+    worker.on('exit', (code, signal) => {
+      members.delete(worker.id);
+      member.questions.failAll('the worker has ended');
+      if (stopping) return;
+      if (!everListened) {
+        rejectStarted(new Error(`the first worker ended (${signal ?? `exit status ${code}`}) before it listened`));
+        void stop('SIGTERM');
+        return;
+      }
+      restarts.inc();
+      const early = Date.now() - member.startedAt < EARLY_EXIT_MS;
+      failedStarts = early ? failedStarts + 1 : 0;
+      const waitMs = failedStarts === 0 ? 0 : Math.min(LONGEST_RESTART_WAIT_MS, 1000 * 2 ** (failedStarts - 1));
+      log.error(`worker ${worker.process.pid} ended (${signal ?? `exit status ${code}`}); starting another${waitMs === 0 ? '' : ` in ${waitMs / 1000} s`}`);
+      setTimeout(() => {
+        if (!stopping) fork();
+      }, waitMs);
+    });
+  };
+
+  const stop = (signal: NodeJS.Signals): Promise<number> => {
+    stopped ??= new Promise<number>((resolve) => {
+      stopping = true;
+      if (everListened) log.info(`${signal} received; stopping ${members.size} worker${members.size === 1 ? '' : 's'}`);
+      let status = 0;
+      const remaining = new Set(members.values());
+      if (remaining.size === 0) resolve(everListened ? 0 : 1);
+      const killer = setTimeout(() => {
+        log.error('workers did not stop in time; killing them');
+        for (const member of remaining) member.worker.process.kill('SIGKILL');
+      }, stopGraceMs + 1000);
+      for (const member of remaining) {
+        member.worker.once('exit', (code) => {
+          // A worker still starting had nothing to finish: the signal may end it before its handlers are set.
+          if (code !== 0 && member.listening) status = 1;
+          remaining.delete(member);
+          if (remaining.size > 0) return;
+          clearTimeout(killer);
+          resolve(everListened ? status : 1);
+        });
+        // Ctrl-C reaches every process of the group already; a second signal is harmless to a stopping worker.
+        member.worker.process.kill('SIGTERM');
+      }
+    });
+    return stopped;
+  };
+
+  fork();
+  return { started, stop };
+}

@@ -1,0 +1,80 @@
+import cluster from 'node:cluster';
+import { ANSWER_WITHIN_MS, answerQuestion, isAnswer, isQuestion, Questions } from './asking.js';
+
+/** The primary asks every worker in turn: it gets longer than one worker does. */
+const PRIMARY_ANSWERS_WITHIN_MS = ANSWER_WITHIN_MS + 1000;
+
+/** A client's requests in the current window, as @fastify/rate-limit's stores report them. */
+export interface RateCount {
+  readonly current: number;
+  readonly ttl: number;
+}
+
+/** What a worker is asked by the primary, answered by the part of the app that knows. */
+export interface WorkerAnswers {
+  /** This worker's metrics, as prom-client's `getMetricsAsJSON`. */
+  metrics(): Promise<unknown>;
+  /** Resolves when this worker's database answers. */
+  ready(): Promise<void>;
+}
+
+/**
+ * The worker processes that serve one port together (`WORKERS`), as one of them sees them: what must
+ * hold for the whole service rather than per process is asked of the primary, which asks every worker.
+ */
+export interface WorkerGroup {
+  /** How many workers serve the port; a limit meant for the whole service is shared out by it. */
+  readonly size: number;
+  /** Every worker's metrics added up, with the primary's own, as Prometheus text. */
+  metrics(): Promise<string>;
+  /** Resolves when every worker's database answers; rejects with the first failure. */
+  ready(): Promise<void>;
+  /** Counts a request of `key` in the window, across every worker (the primary keeps the counts). */
+  countRequest(key: string, windowMs: number, max: number): Promise<RateCount>;
+  /**
+   * Takes one of the service's `max` change streams for this worker, when fewer are open across the
+   * workers; false when all are taken. `releaseStream` gives it back.
+   */
+  claimStream(max: number): Promise<boolean>;
+  releaseStream(): void;
+  /** Lets the primary ask this worker for its own part of the answers above. */
+  answerWith(answers: WorkerAnswers): void;
+}
+
+/**
+ * This process's place in its group, when the primary started it as a worker; `undefined` when it
+ * serves alone.
+ */
+export function joinWorkerGroup(size: number): WorkerGroup | undefined {
+  if (!cluster.isWorker) return undefined;
+  const questions = new Questions((message) => process.send!(message));
+  let answers: WorkerAnswers | undefined;
+  process.on('message', (message: unknown) => {
+    if (isAnswer(message)) questions.settle(message);
+    else if (isQuestion(message)) {
+      answerQuestion(message, async (what) => {
+        if (answers === undefined) throw new Error('this worker is still starting');
+        if (what === 'metrics') return answers.metrics();
+        if (what === 'ready') return answers.ready();
+        throw new Error(`no such question: ${what}`);
+      }, (answer) => process.send!(answer));
+    }
+  });
+  process.once('disconnect', () => questions.failAll('the primary process is gone'));
+  return {
+    size,
+    metrics: async () => String(await questions.ask('metrics', undefined, PRIMARY_ANSWERS_WITHIN_MS)),
+    ready: async () => {
+      await questions.ask('ready', undefined, PRIMARY_ANSWERS_WITHIN_MS);
+    },
+    countRequest: async (key, windowMs, max) => (await questions.ask('count-request', { key, windowMs, max })) as RateCount,
+    claimStream: async (max) => (await questions.ask('claim-stream', { max })) === true,
+    releaseStream: () => {
+      // Nothing to wait for; a primary that is gone has nothing left to count.
+      questions.ask('release-stream').catch(() => undefined);
+    },
+    answerWith: (given) => {
+      answers = given;
+    },
+  };
+}

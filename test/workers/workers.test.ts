@@ -1,0 +1,124 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { databaseUrl, runServiceUntilExit, spawnServer, type ChildServer } from '../helpers/child-server.js';
+import { describeEachStore } from '../helpers/each-store.js';
+import { openEventStream, type EventStreamClient } from '../helpers/event-stream.js';
+import { send } from '../helpers/http.js';
+import { createProduct, uniqueBarcode } from '../helpers/products.js';
+import type { DatabaseLocation } from '../../src/config.js';
+
+/** The pids of the workers that have said they listen, in the order they did. */
+function workerPids(server: ChildServer): number[] {
+  return server.logs.filter((line) => line.msg?.startsWith('Server listening at ')).map((line) => line.pid!);
+}
+
+/** The value of a sample in Prometheus text (`name` with its labels, as written), or undefined. */
+function sample(metrics: string, series: string): number | undefined {
+  const line = metrics.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+async function startWorkers(location: DatabaseLocation, env: Record<string, string> = {}): Promise<ChildServer> {
+  return spawnServer({ DATABASE_URL: databaseUrl(location), WORKERS: '2', ...env });
+}
+
+describeEachStore('WORKERS=2', { env: false, timeout: 120_000 }, (ctx) => {
+  it('serves one port from two processes: a write through either is read through both, and /metrics counts both', async (t) => {
+    const { location } = await ctx.freshDatabase(t);
+    const server = await startWorkers(location);
+    t.after(() => server.stop());
+    assert.equal(new Set(workerPids(server)).size, 2);
+    assert.ok(!workerPids(server).includes(server.process.pid!), 'the primary serves nothing itself');
+
+    // Every request on a connection of its own: connections reach the workers in turn.
+    const created = [];
+    for (let i = 0; i < 4; i++) created.push(await createProduct(server.url, { name: `Worker ${i}`, barcode: uniqueBarcode(), price: '1.00' }));
+    for (let i = 0; i < 6; i++) {
+      const list = await send(`${server.url}/api/v1/shop/products`);
+      assert.equal(list.status, 200);
+      assert.deepEqual((list.json as Array<{ pk: number }>).map((p) => p.pk), created.map((p) => p.pk));
+    }
+    const metrics = (await send(`${server.url}/metrics`)).text;
+    assert.equal(sample(metrics, 'http_requests_total{method="GET",route="/api/v1/shop/products",status="200"}'), 6);
+    assert.equal(sample(metrics, 'http_requests_total{method="POST",route="/api/v1/shop/product/",status="201"}'), 4);
+    assert.equal(sample(metrics, 'catalogue_workers'), 2);
+    assert.equal((await send(`${server.url}/readyz`)).status, 200);
+  });
+
+  it('counts the rate limit across the workers, not once per worker', async (t) => {
+    const { location } = await ctx.freshDatabase(t);
+    const server = await startWorkers(location, { RATE_LIMIT: '5/minute' });
+    t.after(() => server.stop());
+    const statuses = [];
+    for (let i = 0; i < 8; i++) statuses.push((await send(`${server.url}/api/v1/shop/products`)).status);
+    assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429, 429, 429]);
+  });
+
+  it('keeps CHANGE_STREAMS_MAX for the service: the workers share it out', async (t) => {
+    const { location } = await ctx.freshDatabase(t);
+    const server = await startWorkers(location, { CHANGE_STREAMS_MAX: '2' });
+    t.after(() => server.stop());
+    const streams: EventStreamClient[] = [];
+    for (let i = 0; i < 5; i++) streams.push(await openEventStream(`${server.url}/api/v2/shop/changes`));
+    t.after(() => streams.forEach((s) => s.close()));
+    assert.deepEqual(streams.map((s) => s.status), [200, 200, 503, 503, 503]);
+    assert.ok(streams.slice(2).every((s) => s.headers['retry-after'] === '1'));
+    assert.equal(sample((await send(`${server.url}/metrics`)).text, 'catalogue_change_streams'), 2);
+    // A stream that ends gives its room back, whichever worker held it.
+    streams[0]!.close();
+    await streams[0]!.ended;
+    let reopened: EventStreamClient | undefined;
+    for (let attempt = 0; attempt < 50 && reopened?.status !== 200; attempt++) {
+      reopened?.close();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      reopened = await openEventStream(`${server.url}/api/v2/shop/changes`);
+    }
+    streams.push(reopened!);
+    assert.equal(reopened!.status, 200);
+  });
+
+  it('replaces a worker that dies, says so in its log, and serves throughout', async (t) => {
+    const { location } = await ctx.freshDatabase(t);
+    const server = await startWorkers(location);
+    t.after(() => server.stop());
+    const [victim] = workerPids(server);
+    process.kill(victim!, 'SIGKILL');
+    const line = await server.waitForLog(new RegExp(`^worker ${victim} ended \\(SIGKILL\\); starting another`));
+    assert.equal(line.level, 50);
+    for (let i = 0; i < 4; i++) assert.equal((await send(`${server.url}/healthz`)).status, 200);
+    // The replacement listens, and /metrics counts it and the restart.
+    await server.waitForLog((l) => l.msg?.startsWith('Server listening at ') === true && !workerPids(server).slice(0, 2).includes(l.pid!));
+    const metrics = (await send(`${server.url}/metrics`)).text;
+    assert.equal(sample(metrics, 'catalogue_workers'), 2);
+    assert.equal(sample(metrics, 'catalogue_worker_restarts_total'), 1);
+  });
+
+  it('stops every worker on SIGTERM, finishing what is in flight, well within the 10 s', async (t) => {
+    const { location } = await ctx.freshDatabase(t);
+    const server = await startWorkers(location);
+    const pids = workerPids(server);
+    const started = performance.now();
+    const { code } = await server.stop();
+    const elapsedMs = performance.now() - started;
+    assert.equal(code, 0, server.stderr());
+    assert.ok(elapsedMs < 10_000, `stopped in ${Math.round(elapsedMs)} ms`);
+    for (const pid of pids) assert.throws(() => process.kill(pid, 0), { code: 'ESRCH' }, `worker ${pid} still runs`);
+    void t;
+  });
+});
+
+describe('WORKERS refusals', () => {
+  it('ends with exit status 1 and the worker\'s reason when the first worker cannot start, instead of starting workers forever', async () => {
+    const result = await runServiceUntilExit({ WORKERS: '2', PORT: '0', DATABASE_URL: 'sqlite:/proc/no-such-dir/catalogue.db' }, 30_000);
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /^Cannot open the database sqlite:\/proc\/no-such-dir\/catalogue\.db: /m);
+    assert.equal(result.stderr.match(/Cannot open the database/g)?.length, 1, result.stderr);
+    assert.doesNotMatch(result.stdout, /starting another/);
+  });
+
+  it('refuses more than one worker over a database in memory, saying why', async () => {
+    const result = await runServiceUntilExit({ WORKERS: '2', PORT: '0', DATABASE_URL: 'sqlite::memory:' }, 30_000);
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /WORKERS=2 is not valid with DATABASE_URL=sqlite::memory:: a database in memory belongs to one process/);
+  });
+});
