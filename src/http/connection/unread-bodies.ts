@@ -9,6 +9,9 @@ import { BODY_LIMIT_BYTES } from '../json-body.js';
  * past the limit the connection is closed once the answer has been written. A body refused part way
  * (413) is not read on at all.
  */
+/** How long a connection closed past the body limit stays open for its client to read the answer. */
+const LINGER_MS = 500;
+
 export function useUnreadBodyLimit(app: FastifyInstance): void {
   app.addHook('onSend', async (request, reply, payload) => {
     const incoming = request.raw;
@@ -23,8 +26,12 @@ export function useUnreadBodyLimit(app: FastifyInstance): void {
       if (discarded <= BODY_LIMIT_BYTES) return;
       incoming.off('data', count);
       incoming.pause();
+      // Closed with our FIN first, the socket dropped a moment later: dropped at once, with the client's
+      // bytes still unread here, it would be reset, and a reset makes the client's system discard the
+      // answer it has received but not yet read (a client still sending reads late).
       const close = (): void => {
-        incoming.socket.destroy();
+        incoming.socket.end();
+        setTimeout(() => incoming.socket.destroy(), LINGER_MS).unref();
       };
       if (reply.raw.writableFinished) close();
       else {
