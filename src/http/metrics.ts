@@ -3,6 +3,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { CatalogueStore, WriteWaits } from '../storage/store.js';
 import type { WorkerGroup } from '../workers/worker-group.js';
 import type { ChangeStreams } from './change-streams.js';
+import { HttpProblem } from './problem.js';
 import { resource } from './resource.js';
 
 /** Seconds; from a cached read to a slow full listing. */
@@ -104,8 +105,17 @@ export function useMetrics(app: FastifyInstance, store: CatalogueStore, streams:
   resource(app, '/metrics', {
     GET: {
       options: { schema: { hide: true } },
-      handler: async (_request, reply) => reply.type(registry.contentType).send(await (workerGroup?.metrics() ?? registry.metrics())),
+      handler: async (_request, reply) => reply.type(registry.contentType).send(await (workerGroup === undefined ? registry.metrics() : workersMetrics(workerGroup))),
     },
   });
   return () => registry.getMetricsAsJSON();
+}
+
+/** Every worker's figures, or a 503 naming the worker that did not give its own: never a partial sum. */
+async function workersMetrics(workerGroup: WorkerGroup): Promise<string> {
+  try {
+    return await workerGroup.metrics();
+  } catch (error) {
+    throw new HttpProblem(503, `Not every worker reported its figures: ${error instanceof Error ? error.message : String(error)}.`, { headers: { 'Retry-After': '1' } });
+  }
 }

@@ -93,6 +93,33 @@ describeEachStore('WORKERS=2', { env: false, timeout: 120_000 }, (ctx) => {
     assert.equal(sample(metrics, 'catalogue_worker_restarts_total'), 1);
   });
 
+  it('answers /readyz and /metrics with 503 within seconds while a worker does not answer, and 200 once it does', async (t) => {
+    const { location } = await ctx.freshDatabase(t);
+    const server = await startWorkers(location);
+    t.after(() => server.stop());
+    const [frozen] = workerPids(server);
+    process.kill(frozen!, 'SIGSTOP');
+    t.after(() => {
+      try {
+        process.kill(frozen!, 'SIGCONT');
+      } catch {
+        // Ended with the service.
+      }
+    });
+    for (const path of ['/readyz', '/metrics']) {
+      // Two connections at once: the primary hands them to the workers in turn, so one reaches the
+      // worker that still runs (the other waits for the frozen one).
+      const started = performance.now();
+      const first = await Promise.race([send(`${server.url}${path}`), send(`${server.url}${path}`)]);
+      assert.equal(first.status, 503, path);
+      assert.equal(first.headers['retry-after'] !== undefined, true, path);
+      assert.ok(performance.now() - started < 6_000, `${path} took ${Math.round(performance.now() - started)} ms`);
+    }
+    process.kill(frozen!, 'SIGCONT');
+    assert.equal((await send(`${server.url}/readyz`)).status, 200);
+    assert.equal((await send(`${server.url}/metrics`)).status, 200);
+  });
+
   it('stops every worker on SIGTERM, finishing what is in flight, well within the 10 s', async (t) => {
     const { location } = await ctx.freshDatabase(t);
     const server = await startWorkers(location);
