@@ -40,8 +40,8 @@ interface Member {
 /**
  * Starts and keeps `workers` processes serving one port (Node's cluster: the primary accepts each
  * connection and hands it to the workers in turn). A worker that ends is logged and replaced; the
- * primary keeps what must hold across all of them: the rate limit's counts, and it gathers every
- * worker's metrics and readiness.
+ * primary keeps what must hold across all of them: the rate limit's counts and the change streams'
+ * count, and it gathers every worker's metrics and readiness.
  */
 export function startPrimary({ workers, log, stopGraceMs }: PrimaryOptions): Primary {
   const members = new Map<number, Member>();
