@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { postJson, send, type RawResponse } from '../helpers/http.js';
 import { createProduct, uniqueBarcode } from '../helpers/products.js';
 import { startServer, type RunningServer } from '../helpers/server.js';
+import { withClient } from '../helpers/outside-sql.js';
 import { postgres } from '../helpers/stores.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 
@@ -154,5 +155,35 @@ describe('PostgreSQL reached by a new path after the old one went silent', { ski
     const res = await timed(() => send(`${service.server.url}/api/v1/shop/product/${service.espresso.pk}`));
     assert.deepEqual([res.status, res.json], [200, service.espresso]);
     assert.ok(res.ms < 1_000, `answered after ${Math.round(res.ms)} ms`);
+  });
+});
+
+describe('PostgreSQL refusing new connections while the service runs', { skip: postgres.skip }, () => {
+  it('answers 503 with Retry-After, not 500, and serves again once the database takes connections', async (t) => {
+    // A database of its own: closing one to connections would shut out every other test's schemas.
+    const admin = new URL(process.env.TEST_DATABASE_URL!);
+    const name = `catalogue_refusing_${process.pid}`;
+    const adminSql = (text: string): Promise<unknown> => withClient(admin.toString(), (client) => client.query(text));
+    await adminSql(`create database ${name}`);
+    t.after(() => adminSql(`drop database if exists ${name} with (force)`));
+    const url = new URL(admin);
+    url.pathname = `/${name}`;
+    const server = await startServer({ kind: 'postgres', url: url.toString() });
+    t.after(() => server.stop());
+    const espresso = await createProduct(server.url, { name: 'Espresso 1 kg' });
+
+    await adminSql(`alter database ${name} allow_connections false`);
+    t.after(() => adminSql(`alter database ${name} allow_connections true`).catch(() => undefined));
+    await adminSql(`select pg_terminate_backend(pid) from pg_stat_activity where datname = '${name}' and pid <> pg_backend_pid()`);
+    for (const path of [`/api/v1/shop/product/${espresso.pk + 1}`, '/api/v2/shop/products?offset=1', '/readyz']) {
+      const res = await send(`${server.url}${path}`);
+      assert.equal(res.status, 503, `${path}: ${res.text}`);
+      assert.equal(res.headers['retry-after'], '5', path);
+      assert.deepEqual(res.json, UNAVAILABLE, path);
+    }
+
+    await adminSql(`alter database ${name} allow_connections true`);
+    assert.equal((await send(`${server.url}/api/v2/shop/products?offset=1`)).status, 200);
+    assert.equal((await send(`${server.url}/readyz`)).status, 200);
   });
 });

@@ -150,6 +150,9 @@ const UNAVAILABLE_SQLSTATES = new Set([
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now (starting up, in recovery)
   '53300', // too_many_connections
+  '3D000', // invalid_catalog_name: the database was dropped or renamed under the service
+  '28000', // invalid_authorization_specification: the role may no longer log in
+  '28P01', // invalid_password: its password was changed
 ]);
 
 /** Socket errors on the way to the server. */
@@ -171,6 +174,8 @@ const DRIVER_MESSAGES = [
   /^timeout exceeded when trying to connect$/,
   /^Query read timeout$/,
   /is not queryable$/,
+  // 55000, a class that also holds statement errors: only this one is about connecting.
+  /is not currently accepting connections$/,
   /^Client was closed and is not queryable$/,
 ];
 
