@@ -11,7 +11,7 @@ import { OVERLOAD } from './http/overload.js';
 import { SchemaNotCurrentError } from './storage/migrations.js';
 import { closeConnectionsOnStop } from './http/connection/stop.js';
 import { openStore } from './storage/open-store.js';
-import { startPrimary } from './workers/primary.js';
+import { startPrimary, type StartFailure } from './workers/primary.js';
 import { joinWorkerGroup } from './workers/worker-group.js';
 
 /** How long in-flight requests may take to finish after a stop signal. */
@@ -53,8 +53,10 @@ async function main(): Promise<void> {
     onStopSignal = stopAndExit;
     primary.started.then(
       (address) => log.info(`serving at ${address} with ${config.workers} workers`),
-      // The worker has said why on standard error; the primary has nothing to add.
-      () => stopAndExit('SIGTERM'),
+      (failure: StartFailure) => {
+        if (failure.reason !== undefined) console.error(failure.reason);
+        stopAndExit('SIGTERM');
+      },
     );
     return;
   }

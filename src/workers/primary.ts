@@ -28,6 +28,14 @@ export interface Primary {
   stop(signal: NodeJS.Signals): Promise<number>;
 }
 
+/** The first worker ended before it listened; `message` says why where the worker itself could not. */
+export class StartFailure extends Error {
+  constructor(readonly reason: string | undefined) {
+    super(reason ?? 'the first worker ended before it listened');
+    this.name = 'StartFailure';
+  }
+}
+
 interface Member {
   readonly worker: Worker;
   readonly questions: Questions;
@@ -61,6 +69,7 @@ export function startPrimary({ workers, log, stopGraceMs }: PrimaryOptions): Pri
 
   let stopping = false;
   let everListened = false;
+  let startFailed = false;
   let failedStarts = 0;
   let address = '';
   let resolveStarted!: (address: string) => void;
@@ -124,7 +133,7 @@ export function startPrimary({ workers, log, stopGraceMs }: PrimaryOptions): Pri
       if (!everListened) {
         everListened = true;
         // The first worker has run the migrations (if any); the others start beside each other.
-        for (let i = 1; i < workers; i += 1) fork();
+        if (!stopping) for (let i = 1; i < workers; i += 1) fork();
       }
       if ([...members.values()].filter((m) => m.listening).length === workers) resolveStarted(address);
     });
@@ -133,7 +142,9 @@ export function startPrimary({ workers, log, stopGraceMs }: PrimaryOptions): Pri
       member.questions.failAll('the worker has ended');
       if (stopping) return;
       if (!everListened) {
-        rejectStarted(new Error(`the first worker ended (${signal ?? `exit status ${code}`}) before it listened`));
+        startFailed = true;
+        // A worker that exits with a status has said why on stderr; one ended by a signal could not.
+        rejectStarted(new StartFailure(signal === null ? undefined : `The service could not start: its first worker was ended by ${signal} before it listened.`));
         void stop('SIGTERM');
         return;
       }
@@ -151,10 +162,11 @@ export function startPrimary({ workers, log, stopGraceMs }: PrimaryOptions): Pri
   const stop = (signal: NodeJS.Signals): Promise<number> => {
     stopped ??= new Promise<number>((resolve) => {
       stopping = true;
-      if (everListened) log.info(`${signal} received; stopping ${members.size} worker${members.size === 1 ? '' : 's'}`);
+      if (everListened) log.info(`${signal} received; stopping the workers`);
       let status = 0;
       const remaining = new Set(members.values());
-      if (remaining.size === 0) resolve(everListened ? 0 : 1);
+      // A stop before any worker listens ends the start, with status 0, as one process's does.
+      if (remaining.size === 0) resolve(startFailed ? 1 : 0);
       const killer = setTimeout(() => {
         log.error('workers did not stop in time; killing them');
         for (const member of remaining) member.worker.process.kill('SIGKILL');
@@ -166,7 +178,7 @@ export function startPrimary({ workers, log, stopGraceMs }: PrimaryOptions): Pri
           remaining.delete(member);
           if (remaining.size > 0) return;
           clearTimeout(killer);
-          resolve(everListened ? status : 1);
+          resolve(startFailed ? 1 : status);
         });
         // Ctrl-C reaches every process of the group already; a second signal is harmless to a stopping worker.
         member.worker.process.kill('SIGTERM');

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
-import { databaseUrl, runServiceUntilExit, spawnServer, type ChildServer } from '../helpers/child-server.js';
+import { readFileSync } from 'node:fs';
+import { describe, it, type TestContext } from 'node:test';
+import { databaseUrl, runServiceUntilExit, spawnChild, spawnServer, type ChildServer } from '../helpers/child-server.js';
+import { sqlite } from '../helpers/stores.js';
 import { describeEachStore } from '../helpers/each-store.js';
 import { openEventStream, type EventStreamClient } from '../helpers/event-stream.js';
 import { send } from '../helpers/http.js';
@@ -10,6 +12,22 @@ import type { DatabaseLocation } from '../../src/config.js';
 /** The pids of the workers that have said they listen, in the order they did. */
 function workerPids(server: ChildServer): number[] {
   return server.logs.filter((line) => line.msg?.startsWith('Server listening at ')).map((line) => line.pid!);
+}
+
+/** The pid of the first process the primary `pid` forks, as soon as it is forked. */
+async function firstWorker(pid: number): Promise<number> {
+  for (;;) {
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
+    if (children !== '') return Number(children.split(/\s+/)[0]);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** A SQLite location of the test's own, removed after it. */
+async function sqliteLocation(t: TestContext): Promise<{ location: DatabaseLocation }> {
+  const { location, drop } = await sqlite.create();
+  t.after(drop);
+  return { location };
 }
 
 /** The value of a sample in Prometheus text (`name` with its labels, as written), or undefined. */
@@ -141,6 +159,25 @@ describe('WORKERS refusals', () => {
     assert.match(result.stderr, /^Cannot open the database sqlite:\/proc\/no-such-dir\/catalogue\.db: /m);
     assert.equal(result.stderr.match(/Cannot open the database/g)?.length, 1, result.stderr);
     assert.doesNotMatch(result.stdout, /starting another/);
+  });
+
+  it('ends the start with status 0 on SIGTERM before the workers listen, as one process does', async (t) => {
+    const { location } = await sqliteLocation(t);
+    const child = spawnChild({ WORKERS: '2', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: databaseUrl(location) });
+    await firstWorker(child.process.pid!);
+    child.process.kill('SIGTERM');
+    const { code } = await child.exited;
+    assert.equal(code, 0, child.stderr());
+    assert.equal(child.stderr(), '');
+  });
+
+  it('ends with status 1 and one line on stderr when its first worker is killed before it listens', async (t) => {
+    const { location } = await sqliteLocation(t);
+    const child = spawnChild({ WORKERS: '2', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: databaseUrl(location) });
+    process.kill(await firstWorker(child.process.pid!), 'SIGKILL');
+    const { code } = await child.exited;
+    assert.equal(code, 1);
+    assert.equal(child.stderr(), 'The service could not start: its first worker was ended by SIGKILL before it listened.\n');
   });
 
   it('refuses more than one worker over a database in memory, saying why', async () => {
