@@ -41,10 +41,16 @@ async function startWorkers(location: DatabaseLocation, env: Record<string, stri
 }
 
 describeEachStore('WORKERS=2', { env: false, timeout: 120_000 }, (ctx) => {
-  it('serves one port from two processes: a write through either is read through both, and /metrics counts both', async (t) => {
+  /** The service with two workers over a fresh database, stopped after test `t` (if it has not been). */
+  const serveWithWorkers = async (t: TestContext, env: Record<string, string> = {}): Promise<ChildServer> => {
     const { location } = await ctx.freshDatabase(t);
-    const server = await startWorkers(location);
+    const server = await startWorkers(location, env);
     t.after(() => server.stop());
+    return server;
+  };
+
+  it('serves one port from two processes: a write through either is read through both, and /metrics counts both', async (t) => {
+    const server = await serveWithWorkers(t);
     assert.equal(new Set(workerPids(server)).size, 2);
     assert.ok(!workerPids(server).includes(server.process.pid!), 'the primary serves nothing itself');
 
@@ -64,18 +70,14 @@ describeEachStore('WORKERS=2', { env: false, timeout: 120_000 }, (ctx) => {
   });
 
   it('counts the rate limit across the workers, not once per worker', async (t) => {
-    const { location } = await ctx.freshDatabase(t);
-    const server = await startWorkers(location, { RATE_LIMIT: '5/minute' });
-    t.after(() => server.stop());
+    const server = await serveWithWorkers(t, { RATE_LIMIT: '5/minute' });
     const statuses = [];
     for (let i = 0; i < 8; i++) statuses.push((await send(`${server.url}/api/v1/shop/products`)).status);
     assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429, 429, 429]);
   });
 
   it('keeps CHANGE_STREAMS_MAX for the service: the workers share it out', async (t) => {
-    const { location } = await ctx.freshDatabase(t);
-    const server = await startWorkers(location, { CHANGE_STREAMS_MAX: '2' });
-    t.after(() => server.stop());
+    const server = await serveWithWorkers(t, { CHANGE_STREAMS_MAX: '2' });
     const streams: EventStreamClient[] = [];
     for (let i = 0; i < 5; i++) streams.push(await openEventStream(`${server.url}/api/v2/shop/changes`));
     t.after(() => streams.forEach((s) => s.close()));
@@ -96,9 +98,7 @@ describeEachStore('WORKERS=2', { env: false, timeout: 120_000 }, (ctx) => {
   });
 
   it('replaces a worker that dies, says so in its log, and serves throughout', async (t) => {
-    const { location } = await ctx.freshDatabase(t);
-    const server = await startWorkers(location);
-    t.after(() => server.stop());
+    const server = await serveWithWorkers(t);
     const [victim] = workerPids(server);
     process.kill(victim!, 'SIGKILL');
     const line = await server.waitForLog(new RegExp(`^worker ${victim} ended \\(SIGKILL\\); starting another`));
@@ -112,9 +112,7 @@ describeEachStore('WORKERS=2', { env: false, timeout: 120_000 }, (ctx) => {
   });
 
   it('answers /readyz and /metrics with 503 within seconds while a worker does not answer, and 200 once it does', async (t) => {
-    const { location } = await ctx.freshDatabase(t);
-    const server = await startWorkers(location);
-    t.after(() => server.stop());
+    const server = await serveWithWorkers(t);
     const [frozen] = workerPids(server);
     process.kill(frozen!, 'SIGSTOP');
     t.after(() => {
@@ -139,8 +137,7 @@ describeEachStore('WORKERS=2', { env: false, timeout: 120_000 }, (ctx) => {
   });
 
   it('stops every worker on SIGTERM, finishing what is in flight, well within the 10 s', async (t) => {
-    const { location } = await ctx.freshDatabase(t);
-    const server = await startWorkers(location);
+    const server = await serveWithWorkers(t);
     const pids = workerPids(server);
     const started = performance.now();
     const { code } = await server.stop();
@@ -148,7 +145,6 @@ describeEachStore('WORKERS=2', { env: false, timeout: 120_000 }, (ctx) => {
     assert.equal(code, 0, server.stderr());
     assert.ok(elapsedMs < 10_000, `stopped in ${Math.round(elapsedMs)} ms`);
     for (const pid of pids) assert.throws(() => process.kill(pid, 0), { code: 'ESRCH' }, `worker ${pid} still runs`);
-    void t;
   });
 });
 
