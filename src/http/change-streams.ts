@@ -95,7 +95,8 @@ export class ChangeStreams {
    * (`follow`) or given back (`release`).
    */
   async claim(): Promise<boolean> {
-    if (this.#shared !== undefined) return this.#shared.claimStream(this.max);
+    // A count the primary cannot give now (it is stopped, or gone and this worker with it) is no room.
+    if (this.#shared !== undefined) return this.#shared.claimStream(this.max).catch(() => false);
     if (this.#all.size + this.#claimed >= this.max) return false;
     this.#claimed += 1;
     return true;

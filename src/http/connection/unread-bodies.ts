@@ -1,6 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { BODY_LIMIT_BYTES } from '../json-body.js';
 
+/** How long a connection closed past the body limit stays open for its client to read the answer. */
+const LINGER_MS = 500;
+
 /**
  * Holds the body limit for bodies nobody reads. A request answered without reading its body (a 405,
  * a 415, a GET with a body) would leave Node discarding the rest for as long as it comes, so that the
@@ -9,9 +12,6 @@ import { BODY_LIMIT_BYTES } from '../json-body.js';
  * past the limit the connection is closed once the answer has been written. A body refused part way
  * (413) is not read on at all.
  */
-/** How long a connection closed past the body limit stays open for its client to read the answer. */
-const LINGER_MS = 500;
-
 export function useUnreadBodyLimit(app: FastifyInstance): void {
   app.addHook('onSend', async (request, reply, payload) => {
     const incoming = request.raw;
