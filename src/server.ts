@@ -129,11 +129,11 @@ async function main(): Promise<void> {
 
 /**
  * This process's share of the instance's `DB_POOL_MAX` connections, so that `WORKERS=auto` on a large
- * machine does not multiply them past the database's own limit; at least 2, so that a worker's writes
- * never wait behind its reads for the one connection.
+ * machine does not multiply them past the database's own limit; at least 2 per worker, so that a
+ * worker's writes never wait behind its reads for one connection. One process keeps the setting as given.
  */
 function poolShare(poolMax: number, workers: number): number {
-  return Math.max(2, Math.ceil(poolMax / workers));
+  return workers === 1 ? poolMax : Math.max(2, Math.ceil(poolMax / workers));
 }
 
 function listeningAt(address: ReturnType<Server['address']>): string {
