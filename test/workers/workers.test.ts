@@ -46,6 +46,8 @@ describeEachStore('WORKERS=2', { env: false, timeout: 120_000 }, (ctx) => {
     const { location } = await ctx.freshDatabase(t);
     const server = await startWorkers(location, env);
     t.after(() => server.stop());
+    // The primary's `serving at` line can reach the pipe before a worker's own `Server listening at`.
+    await server.waitForLog((line) => line.msg?.startsWith('Server listening at ') === true && new Set(workerPids(server)).size === 2);
     return server;
   };
 
