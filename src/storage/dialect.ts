@@ -24,6 +24,15 @@ export interface StoreDialect {
   readonly search: DialectSearch;
   /** What follows an INSERT's column list when its rows give their own `pk` (a removal undone). */
   readonly givenPk: RawBuilder<unknown>;
+  /** A text value written as a JSON string, quotes and escapes included (SQLite `json_quote`, PostgreSQL `to_json`). */
+  jsonString(text: RawBuilder<unknown>): RawBuilder<string>;
+  /**
+   * The aggregate of the texts of a subquery ordered by `order`, joined by commas in that order.
+   * SQLite appends rows in the order an ordered subquery hands them (it cannot flatten a subquery with
+   * a LIMIT into an aggregate, so it runs it as a co-routine), and sorting them again would cost a
+   * third of the read; PostgreSQL is told the order.
+   */
+  joinInOrder(text: RawBuilder<unknown>, order: RawBuilder<unknown>): RawBuilder<string>;
   /** Statements run outside Kysely where they beat it; without them the shared queries run. */
   readonly fastPaths?: DialectFastPaths;
   /** Tells of changes other connections commit; without it every `cacheGeneration()` reads the revision. */

@@ -8,7 +8,7 @@ import { ProductReads } from './product-reads.js';
 import { ProductWrites } from './product-writes.js';
 import { SearchReads } from './search-reads.js';
 import { StoreContext } from './store-context.js';
-import type { BulkOptions, CatalogueState, CatalogueStore, ChangePage, WriteWaits, IdempotencyRecord, KeyedCreation, PoolStats, PriceListOutcome, ProductPage } from './store.js';
+import type { BulkOptions, CatalogueState, CatalogueStore, ChangePage, ChangePageJson, WriteWaits, IdempotencyRecord, KeyedCreation, PoolStats, PriceListOutcome, ProductPage } from './store.js';
 
 /**
  * The one implementation of `CatalogueStore`, over any database Kysely speaks to. It keeps the cache
@@ -130,6 +130,10 @@ export class KyselyCatalogueStore implements CatalogueStore {
 
   readChanges(since: number, limit: number): Promise<ChangePage> {
     return this.#changeReads.readChanges(since, limit);
+  }
+
+  readChangesJson(since: number, limit: number): Promise<ChangePageJson> {
+    return this.#changeReads.readChangesJson(since, limit);
   }
 
   foldInBackground(): void {

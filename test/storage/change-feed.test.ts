@@ -5,6 +5,8 @@ import { migrateUpTo } from '../../src/storage/migrations.js';
 import { openDialect, openStore } from '../../src/storage/open-store.js';
 import type { DatabaseLocation } from '../../src/config.js';
 import type { CatalogueStore, Change } from '../../src/storage/store.js';
+import { MAX_PRICE_CENTS } from '../../src/catalogue/price.js';
+import { changeWire } from '../../src/http/wire.js';
 import { describeEachStore } from '../helpers/each-store.js';
 import { outsideSql, withClient } from '../helpers/outside-sql.js';
 import { uniqueBarcode } from '../helpers/products.js';
@@ -110,6 +112,25 @@ describeEachStore('versions and the change feed', { env: false, stores: CONTRACT
       (await storedProducts(store)).map((product) => product.pk),
       [a.pk, c.pk],
     );
+  });
+
+  it('writes a page as JSON with the same changes as it reads them, names and prices of every kind and removals included', async (t) => {
+    const { store, location } = await freshStore(t);
+    const names = ['Plain', 'Quote " and \\ backslash', 'Line\nbreak\ttab\u0001\u001f\u007f', 'Café crème', '🍵 Tea', '\u2028\u2029', '</script>'];
+    const prices = [0, 5, 10, 99, 100, 1_234_567, MAX_PRICE_CENTS];
+    const products = [];
+    for (const [i, name] of names.entries()) products.push(await store.createProduct(newProduct(name, prices[i])));
+    await outsideSql(location, `UPDATE product SET price_cents = 7 WHERE pk = ${products[0]!.pk}`);
+    await outsideSql(location, `DELETE FROM product WHERE pk = ${products[2]!.pk}`);
+    const { version } = await store.describeCatalogue();
+    for (const since of [0, 1, 3, version - 1, version]) {
+      for (const limit of [1, 2, 5, 100]) {
+        const rows = await store.readChanges(since, limit);
+        const json = await store.readChangesJson(since, limit);
+        assert.deepEqual(JSON.parse(json.changesJson), rows.changes.map(changeWire), `since=${since} limit=${limit}`);
+        assert.deepEqual({ version: json.version, more: json.more, last: json.lastVersion }, { version: rows.version, more: rows.more, last: rows.changes.at(-1)?.version });
+      }
+    }
   });
 
   it('lets plain SQL remove a product created with an idempotency key', async (t) => {

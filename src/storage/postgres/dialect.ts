@@ -6,6 +6,7 @@ import {
   type PostgresPool,
   type PostgresPoolClient,
   type PostgresQueryResult,
+  type RawBuilder,
 } from 'kysely';
 import { Pool, type PoolClient } from 'pg';
 import { errorCode } from '../../error-details.js';
@@ -80,7 +81,16 @@ export function openPostgres(url: string, { poolMax, purpose, writeWaitMs = DEFA
   pool.on('connect', (client) => client.on('error', () => undefined));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: discardingFailedClients(pool) }) });
   // The pk is an identity GENERATED ALWAYS: a row with its own pk must say so.
-  const common = { db, writeDb: db, errors: postgresErrors, migrations: postgresMigrations, search: postgresSearch, givenPk: sql`OVERRIDING SYSTEM VALUE` };
+  const common = {
+    db,
+    writeDb: db,
+    errors: postgresErrors,
+    migrations: postgresMigrations,
+    search: postgresSearch,
+    givenPk: sql`OVERRIDING SYSTEM VALUE`,
+    jsonString: (text: RawBuilder<unknown>) => sql<string>`to_json(${text})::text`,
+    joinInOrder: (text: RawBuilder<unknown>, order: RawBuilder<unknown>) => sql<string>`string_agg(${text}, ',' ORDER BY ${order})`,
+  };
   if (!serve) return { ...common, close: () => db.destroy() };
   const groups = new PostgresGroupInsert(db);
   const listener = new PostgresChangeListener(url);

@@ -62,6 +62,8 @@ export function openSqlite(path: string, { fastPaths = true, writeWaitMs = DEFAU
     migrations: sqliteMigrations,
     search: sqliteSearch,
     givenPk: sql``,
+    jsonString: (text) => sql<string>`json_quote(${text})`,
+    joinInOrder: (text) => sql<string>`group_concat(${text}, ',')`,
     changes: dataVersionSignal(reader),
     ...(fastPaths ? { fastPaths: directStatements(reader, writer, lock) } : {}),
     writeWaits: () => lock.stats(),
