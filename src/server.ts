@@ -65,7 +65,7 @@ async function main(): Promise<void> {
   const where = config.database.kind === 'sqlite' ? `sqlite:${config.database.path}` : redactPassword(config.database.url);
   let store;
   try {
-    store = await openStore(config.database, { poolMax: poolShare(config.dbPoolMax, workerGroup?.size ?? 1), writeWaitMs: config.writeWaitMs, migrate: config.migrateOnStart });
+    store = await openStore(config.database, { poolMax: poolShare(config.dbPoolMax, workerGroup?.size ?? 1), writeNotices: workerGroup?.writeNotices, writeWaitMs: config.writeWaitMs, migrate: config.migrateOnStart });
   } catch (error) {
     if (error instanceof SchemaNotCurrentError) {
       console.error(`${error.message} Run \`npx catalogue migrate\` first (MIGRATE_ON_START is false).`);

@@ -152,6 +152,12 @@ export interface ChangeSignal {
    * `undefined` while the dialect cannot tell (then the store reads the revision).
    */
   current(): number | undefined;
+  /**
+   * True when another connection's commit may be counted only some time after that commit returned
+   * (PostgreSQL: a notice over the network). Processes serving one port side by side then tell each
+   * other of their own writes before answering them (`WriteNotices`).
+   */
+  readonly late?: boolean;
 }
 
 /**

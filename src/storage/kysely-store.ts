@@ -8,7 +8,7 @@ import { ProductReads } from './product-reads.js';
 import { ProductWrites } from './product-writes.js';
 import { SearchReads } from './search-reads.js';
 import { StoreContext } from './store-context.js';
-import type { BulkOptions, CatalogueState, CatalogueStore, ChangePage, ChangePageJson, WriteWaits, IdempotencyRecord, KeyedCreation, PoolStats, PriceListOutcome, ProductPage } from './store.js';
+import type { BulkOptions, CatalogueState, CatalogueStore, ChangePage, ChangePageJson, WriteNotices, WriteWaits, IdempotencyRecord, KeyedCreation, PoolStats, PriceListOutcome, ProductPage } from './store.js';
 
 /**
  * The one implementation of `CatalogueStore`, over any database Kysely speaks to. It keeps the cache
@@ -22,13 +22,15 @@ export class KyselyCatalogueStore implements CatalogueStore {
   readonly #bulk: BulkWrites;
   readonly #changeReads: ChangeReads;
   readonly #changes: ChangeSignal | undefined;
+  /** Other processes' writes, heard from them; and this store's, told to them when the database's notice is late. */
+  readonly #notices: WriteNotices | undefined;
   #generation = 0;
   /** What the change signal (or, negated, the revision) last said. */
   #lastSeen: number | undefined;
 
   readonly #context: StoreContext;
 
-  constructor(dialect: StoreDialect) {
+  constructor(dialect: StoreDialect, notices?: WriteNotices) {
     const context = new StoreContext(dialect);
     this.#context = context;
     this.#dialect = dialect;
@@ -38,11 +40,12 @@ export class KyselyCatalogueStore implements CatalogueStore {
     this.#bulk = new BulkWrites(context);
     this.#changeReads = new ChangeReads(context);
     this.#changes = dialect.changes;
+    this.#notices = notices;
   }
 
   cacheGeneration(): number | Promise<number> {
     const seen = this.#changes?.current();
-    if (seen !== undefined) return this.#observe(seen);
+    if (seen !== undefined) return this.#observe(seen + (this.#notices?.heard() ?? 0));
     // Revisions are kept apart from the signal's numbers (negative), so that switching between the two
     // always counts as a change.
     return this.describeCatalogue().then(({ revision }) => this.#observe(-1 - revision));
@@ -56,12 +59,17 @@ export class KyselyCatalogueStore implements CatalogueStore {
     return this.#generation;
   }
 
-  /** Runs a write of this store and counts it, committed or not: its own commits are not signalled to it in time. */
+  /**
+   * Runs a write of this store and counts it, committed or not: its own commits are not signalled to it
+   * in time. Where the database's notice is late, the processes beside this one are told before the
+   * write is answered, so that its client reads it back through any of them.
+   */
   async #written<T>(write: Promise<T>): Promise<T> {
     try {
       return await write;
     } finally {
       this.#generation += 1;
+      if (this.#changes?.late === true) await this.#notices?.announce();
     }
   }
 

@@ -4,7 +4,7 @@ import { KyselyCatalogueStore } from './kysely-store.js';
 import { assertSchemaCurrent, migrateToLatest } from './migrations.js';
 import { openPostgres } from './postgres/dialect.js';
 import { openSqlite } from './sqlite/dialect.js';
-import type { CatalogueStore } from './store.js';
+import type { CatalogueStore, WriteNotices } from './store.js';
 
 export interface StoreOptions {
   /** Most connections a PostgreSQL store keeps open (SQLite uses one). Default 10. */
@@ -18,6 +18,8 @@ export interface StoreOptions {
    * through Kysely as on PostgreSQL: the tests run the store's contract so once more.
    */
   readonly sqliteFastPaths?: boolean;
+  /** How this process and the others serving beside it (WORKERS) tell each other of their writes. */
+  readonly writeNotices?: WriteNotices;
 }
 
 const DEFAULT_POOL_MAX = 10;
@@ -35,7 +37,7 @@ export async function openStore(location: DatabaseLocation, options: StoreOption
     // Migrating may outlast a request's time limits, or wait that long for another instance that
     // migrates, so it runs on connections of its own; the store's connections keep their limits.
     await migrateStore(location);
-    return new KyselyCatalogueStore(openDialect(location, options, 'serve'));
+    return new KyselyCatalogueStore(openDialect(location, options, 'serve'), options.writeNotices);
   }
   // On SQLite over the store's own connections: a `:memory:` database exists only on the connection that made it.
   const dialect = openDialect(location, options, 'serve');
@@ -46,7 +48,7 @@ export async function openStore(location: DatabaseLocation, options: StoreOption
     await dialect.close().catch(() => undefined);
     throw error;
   }
-  return new KyselyCatalogueStore(dialect);
+  return new KyselyCatalogueStore(dialect, options.writeNotices);
 }
 
 /** Runs the migrations alone, for `npm run migrate` and before a PostgreSQL store opens. */

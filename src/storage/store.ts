@@ -181,6 +181,18 @@ export interface ChangePage {
   readonly more: boolean;
 }
 
+/**
+ * How the processes serving one catalogue side by side (`WORKERS`) hear of each other's writes
+ * without waiting for the database's own notice, which can come after the writer has answered and its
+ * client has asked again through another process.
+ */
+export interface WriteNotices {
+  /** Tells the other processes of a write; resolves once each has taken note, or gave no sign in time. Never rejects. */
+  announce(): Promise<void>;
+  /** How many writes the other processes have announced so far. */
+  heard(): number;
+}
+
 /** A page of the change feed as `readChangesJson` reads it. */
 export interface ChangePageJson {
   /** The catalogue's version in the snapshot the changes were read from. */

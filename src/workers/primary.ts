@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import LocalStore from '@fastify/rate-limit/store/LocalStore.js';
 import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
 import { answerQuestion, isAnswer, isQuestion, Questions, type Question } from './asking.js';
-import type { RateCount } from './worker-group.js';
+import { WRITE_NOTICE_WITHIN_MS, type RateCount } from './worker-group.js';
 
 /** A worker that ends sooner than this after its start is failing to start: its next one waits. */
 const EARLY_EXIT_MS = 5000;
@@ -99,6 +99,13 @@ export function startPrimary({ workers, log, stopGraceMs }: PrimaryOptions): Pri
       if (stopping) throw new Error('the service is stopping');
       await askAll('ready');
       return 'ready';
+    }
+    if (what === 'write-committed') {
+      // Every other worker takes note before the writer answers: the database's own notice of the write
+      // can come after its client has asked again, through another worker.
+      const others = [...members.values()].filter((m) => m !== from);
+      await Promise.all(others.map((m) => m.questions.ask('write-heard', undefined, WRITE_NOTICE_WITHIN_MS).catch(() => undefined)));
+      return 'heard';
     }
     if (what === 'count-request') {
       const { key, windowMs, max } = args as { key: string; windowMs: number; max: number };

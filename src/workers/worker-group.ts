@@ -1,8 +1,15 @@
 import cluster from 'node:cluster';
+import type { WriteNotices } from '../storage/store.js';
 import { ANSWER_WITHIN_MS, answerQuestion, isAnswer, isQuestion, Questions } from './asking.js';
 
 /** The primary asks every worker in turn: it gets longer than one worker does. */
 const PRIMARY_ANSWERS_WITHIN_MS = ANSWER_WITHIN_MS + 1000;
+
+/**
+ * How long the primary waits for each other worker to take note of a write before the writer answers:
+ * a worker frozen or far behind does not hold every write up for longer.
+ */
+export const WRITE_NOTICE_WITHIN_MS = 1_000;
 
 /** A client's requests in the current window, as @fastify/rate-limit's stores report them. */
 export interface RateCount {
@@ -37,6 +44,8 @@ export interface WorkerGroup {
    */
   claimStream(max: number): Promise<boolean>;
   releaseStream(): void;
+  /** This worker's writes told to the others, and theirs heard, through the primary. */
+  readonly writeNotices: WriteNotices;
   /** Lets the primary ask this worker for its own part of the answers above. */
   answerWith(answers: WorkerAnswers): void;
 }
@@ -48,11 +57,16 @@ export interface WorkerGroup {
 export function joinWorkerGroup(size: number): WorkerGroup | undefined {
   if (!cluster.isWorker) return undefined;
   const questions = new Questions((message) => process.send!(message));
+  const notices = new WorkerWriteNotices(() => questions.ask('write-committed', undefined, WRITE_NOTICE_WITHIN_MS + 1000));
   let answers: WorkerAnswers | undefined;
   process.on('message', (message: unknown) => {
     if (isAnswer(message)) questions.settle(message);
     else if (isQuestion(message)) {
       answerQuestion(message, async (what) => {
+        if (what === 'write-heard') {
+          notices.hear();
+          return 'heard';
+        }
         if (answers === undefined) throw new Error('this worker is still starting');
         if (what === 'metrics') return answers.metrics();
         if (what === 'ready') return answers.ready();
@@ -73,8 +87,53 @@ export function joinWorkerGroup(size: number): WorkerGroup | undefined {
       // Nothing to wait for; a primary that is gone has nothing left to count.
       questions.ask('release-stream').catch(() => undefined);
     },
+    writeNotices: notices,
     answerWith: (given) => {
       answers = given;
     },
   };
+}
+
+/**
+ * A worker's side of the write notices: its writes told to the primary, which tells every other worker
+ * and answers once each has taken note; theirs counted as they arrive. Writes that commit while a
+ * notice is on its way share the next one, so that a burst of creates costs a few round trips, not
+ * one each.
+ */
+class WorkerWriteNotices implements WriteNotices {
+  readonly #tell: () => Promise<unknown>;
+  #heard = 0;
+  #sending: Promise<void> | undefined;
+  #next: Promise<void> | undefined;
+
+  constructor(tell: () => Promise<unknown>) {
+    this.#tell = tell;
+  }
+
+  heard(): number {
+    return this.#heard;
+  }
+
+  hear(): void {
+    this.#heard += 1;
+  }
+
+  announce(): Promise<void> {
+    if (this.#sending === undefined) return (this.#sending = this.#send());
+    // This write may have committed after the notice on its way left: it waits for the next one.
+    return (this.#next ??= this.#sending.then(() => {
+      this.#next = undefined;
+      return this.announce();
+    }));
+  }
+
+  async #send(): Promise<void> {
+    try {
+      await this.#tell();
+    } catch {
+      // The primary gone or too slow: the write stands, and the database's own notice follows.
+    } finally {
+      this.#sending = undefined;
+    }
+  }
 }

@@ -7,6 +7,8 @@ import { describeEachStore } from '../helpers/each-store.js';
 import { openEventStream, type EventStreamClient } from '../helpers/event-stream.js';
 import { send } from '../helpers/http.js';
 import { createProduct, uniqueBarcode } from '../helpers/products.js';
+import { outsideSql } from '../helpers/outside-sql.js';
+import { passesWithin } from '../helpers/passes-within.js';
 import type { DatabaseLocation } from '../../src/config.js';
 
 /** The pids of the workers that have said they listen, in the order they did. */
@@ -34,6 +36,26 @@ async function sqliteLocation(t: TestContext): Promise<{ location: DatabaseLocat
 function sample(metrics: string, series: string): number | undefined {
   const line = metrics.split('\n').find((l) => l.startsWith(`${series} `));
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+/**
+ * Stops the PostgreSQL backends of both workers' listening connections (SIGSTOP) until test `t` ends,
+ * so that no notice of a commit reaches the service meanwhile; PostgreSQL runs on this machine in the
+ * tests. Each worker's listener starts with its first request.
+ */
+async function holdNotices(t: TestContext, location: DatabaseLocation, server: ChildServer): Promise<void> {
+  let pids: number[] = [];
+  await passesWithin(5_000, async () => {
+    for (let i = 0; i < 2; i++) await send(`${server.url}/api/v1/shop/products`);
+    pids = (
+      await outsideSql<{ pid: number }>(location, "SELECT pid FROM pg_stat_activity WHERE application_name = 'catalogue listener catalogue_' || md5(current_schema())")
+    ).map((row) => row.pid);
+    assert.equal(pids.length, 2);
+  });
+  for (const pid of pids) process.kill(pid, 'SIGSTOP');
+  t.after(() => {
+    for (const pid of pids) process.kill(pid, 'SIGCONT');
+  });
 }
 
 async function startWorkers(location: DatabaseLocation, env: Record<string, string> = {}): Promise<ChildServer> {
@@ -69,6 +91,25 @@ describeEachStore('WORKERS=2', { env: false, timeout: 120_000 }, (ctx) => {
     assert.equal(sample(metrics, 'http_requests_total{method="POST",route="/api/v1/shop/product/",status="201"}'), 4);
     assert.equal(sample(metrics, 'catalogue_workers'), 2);
     assert.equal((await send(`${server.url}/readyz`)).status, 200);
+  });
+
+  it('reads a write back at once through the other worker, even while the database\'s own notices of it are held back', async (t) => {
+    const { location } = await ctx.freshDatabase(t);
+    const server = await startWorkers(location);
+    t.after(() => server.stop());
+    await server.waitForLog((line) => line.msg?.startsWith('Server listening at ') === true && new Set(workerPids(server)).size === 2);
+    // PostgreSQL tells each worker of a commit by a notice, which can arrive after the writer has answered
+    // and its client has asked again. Holding both workers' listening backends makes that certain.
+    if (location.kind === 'postgres') await holdNotices(t, location, server);
+    const pks: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      pks.push((await createProduct(server.url, { name: `Fresh ${i}`, barcode: uniqueBarcode(), price: '1.00' })).pk);
+      // Each read on a connection of its own: one reaches each worker, both holding the list from before the create.
+      for (let read = 0; read < 2; read++) {
+        const list = await send(`${server.url}/api/v1/shop/products`);
+        assert.deepEqual((list.json as Array<{ pk: number }>).map((p) => p.pk), pks, `read ${read} after create ${i}`);
+      }
+    }
   });
 
   it('counts the rate limit across the workers, not once per worker', async (t) => {

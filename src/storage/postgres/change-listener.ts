@@ -20,6 +20,8 @@ const CHANNEL_QUERY = "SELECT 'catalogue_' || md5(current_schema()) AS channel";
  * opened again in the background, and its return counts as a change, flushing what was cached before.
  */
 export class PostgresChangeListener implements ChangeSignal {
+  /** A notice arrives a little after the commit it tells of. */
+  readonly late = true;
   readonly #url: string;
   #client: Client | undefined;
   #changes = 0;
