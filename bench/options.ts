@@ -26,6 +26,8 @@ export interface BenchOptions {
   readonly workers: readonly number[];
   /** The bulk writes (bulk.ts) at these sizes instead of the HTTP scenarios; empty: the HTTP scenarios. */
   readonly bulk: readonly number[];
+  /** A whole copy through the change feed against the v1 list (sync.ts) instead of the HTTP scenarios. */
+  readonly sync: boolean;
 }
 
 const USAGE = `npm run bench -- [--size N] [--duration SECONDS] [--warmup SECONDS] [--rounds N]
@@ -34,7 +36,9 @@ const USAGE = `npm run bench -- [--size N] [--duration SECONDS] [--warmup SECOND
                   [--compare LABEL=DIST_DIR ...]   (another build of the service, driven in the same run)
                   [--workers 1,2]   (the service with each WORKERS in the same run; default 1)
        npm run bench -- --bulk [--size N] [--database postgres://...] [--smoke]
-                  (imports, price lists, SQL updates and a start after a plain load; 100,000 and 1,000,000 rows, or N)`;
+                  (imports, price lists, SQL updates and a start after a plain load; 100,000 and 1,000,000 rows, or N)
+       npm run bench -- --sync [--size N] [--rounds N] [--database postgres://...] [--smoke]
+                  (a whole copy through the change feed against the v1 list, in CPU seconds; 1,000,000 products, or N)`;
 
 /** Reads the command line; throws with the usage text on anything it does not understand. */
 export function parseBenchOptions(argv: readonly string[]): BenchOptions {
@@ -53,6 +57,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
       workers: { type: 'string' },
       smoke: { type: 'boolean', default: false },
       bulk: { type: 'boolean', default: false },
+      sync: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -84,7 +89,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
     compare,
     workers,
     database,
-    size: whole('size', values.size, smoke ? 300 : 10_000, 200),
+    size: whole('size', values.size, smoke ? 300 : values.sync === true ? 1_000_000 : 10_000, 200),
     duration: whole('duration', values.duration, smoke ? 1 : 5, 1),
     warmup: whole('warmup', values.warmup, smoke ? 0 : 1, 0),
     connections,
@@ -92,6 +97,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
     rounds: whole('rounds', values.rounds, smoke ? 1 : 3, 1),
     smoke,
     only: values.only === undefined ? [] : values.only.split(',').map((s) => s.trim()),
+    sync: values.sync === true,
     bulk: values.bulk !== true ? [] : values.size !== undefined ? [whole('size', values.size, 0, 200)] : smoke ? [2_000] : [100_000, 1_000_000],
   });
 }

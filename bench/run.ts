@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runBulk } from './bulk.js';
+import { runSync } from './sync.js';
 import { BenchFailure, FIRST_LOAD_BARCODE, measure, serviceKey, type Build, type Run } from './measure.js';
 import { parseBenchOptions, type BenchOptions } from './options.js';
 import { freePort, startTarget, type Target } from './processes.js';
@@ -33,6 +34,7 @@ async function main(): Promise<number> {
     return 1;
   }
   if (options.bulk.length > 0) return runBulk({ dist: join(ROOT, 'dist'), database: options.database, sizes: options.bulk });
+  if (options.sync) return runSync({ dist: join(ROOT, 'dist'), database: options.database, size: options.size, rounds: options.rounds });
   const wrk = wrkVersion();
   if (wrk === undefined) {
     console.error(WRK_MISSING);

@@ -1,0 +1,106 @@
+/**
+ * `npm run bench -- --sync`: what a till's whole copy through the change feed (`since=0`,
+ * `limit=10000`, following `next`) costs the service, against the v1 list of the same catalogue in the
+ * same run. The measure is CPU seconds: the service's, and on PostgreSQL also those of this machine's
+ * postgres processes, which do part of the work. Each read is made by a client in a process of its
+ * own (bench/sync-client.ts) that reads every answer whole over one keep-alive connection, as a till
+ * would; the list and the sync alternate, after one list to warm the service.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { cpuSeconds, freePort, startTarget } from './processes.js';
+import { megabytes } from './report.js';
+import { createScratchPostgres, seedPostgres, seedSqlite } from './seed.js';
+
+const run = promisify(execFile);
+const CLIENT = join(resolve(import.meta.dirname), 'sync-client.ts');
+
+export interface SyncOptions {
+  readonly dist: string;
+  /** `undefined`: an SQLite file; otherwise a PostgreSQL server URL to create a scratch database on. */
+  readonly database: string | undefined;
+  readonly size: number;
+  readonly rounds: number;
+}
+
+/** What the client read: one mode, whole. */
+interface Read {
+  readonly products: number;
+  readonly bytes: number;
+  readonly seconds: number;
+}
+
+/** Seeds a catalogue, reads it both ways `rounds` times and prints a table; returns the exit code. */
+export async function runSync(options: SyncOptions): Promise<number> {
+  const work = mkdtempSync(join(tmpdir(), 'catalogue-sync-'));
+  const kind = options.database === undefined ? 'SQLite' : 'PostgreSQL';
+  const progress = (done: number, total: number): void => void process.stderr.write(`\rseeding ${done.toLocaleString('en')} / ${total.toLocaleString('en')}`);
+  let url: string;
+  let drop = async (): Promise<void> => undefined;
+  if (options.database === undefined) {
+    url = `sqlite:${join(work, 'catalogue.db')}`;
+    await seedSqlite(options.dist, join(work, 'catalogue.db'), options.size, progress);
+  } else {
+    const scratch = await createScratchPostgres(options.database);
+    ({ url, drop } = scratch);
+    await seedPostgres(options.dist, url, options.size, progress);
+  }
+  process.stderr.write('\n');
+  const port = await freePort();
+  const service = await startTarget('service', port, [join(options.dist, 'server.js')], { DATABASE_URL: url, PORT: String(port), WORKERS: '1', LOG_LEVEL: 'warn' });
+  try {
+    const pid = service.child.pid!;
+    const base = `http://127.0.0.1:${port}`;
+    await read(base, 'list');
+    console.log(`A whole copy through the change feed against the v1 list: ${options.size.toLocaleString('en')} products on ${kind}, WORKERS=1; Node ${process.version}.`);
+    console.log('CPU seconds used while the client read (service; and this machine\'s postgres processes on PostgreSQL).\n');
+    console.log('| round | v1 list: wall / service / database | full sync, limit=10000: wall / service / database | sync / list, CPU |');
+    console.log('|---|---|---|---|');
+    for (let round = 1; round <= options.rounds; round++) {
+      const list = await measured(pid, () => read(base, 'list'));
+      const sync = await measured(pid, () => read(base, 'sync'));
+      if (list.read.products !== options.size || sync.read.products !== options.size) {
+        throw new Error(`read ${list.read.products} products by the list and ${sync.read.products} by the sync; expected ${options.size}`);
+      }
+      const cell = (m: typeof list): string => `${m.read.seconds.toFixed(2)} s / ${m.service.toFixed(2)} s / ${kind === 'SQLite' ? '-' : `${m.database.toFixed(2)} s`}`;
+      const listCpu = list.service + list.database;
+      // A small catalogue (--smoke) can read in less than a clock tick.
+      const ratio = listCpu > 0 ? ((sync.service + sync.database) / listCpu).toFixed(2) : '-';
+      console.log(`| ${round} | ${cell(list)} | ${cell(sync)} | ${ratio} |`);
+      if (round === options.rounds) console.log(`\nBytes read: list ${megabytes(list.read.bytes)}, sync ${megabytes(sync.read.bytes)}.`);
+    }
+    return 0;
+  } finally {
+    await service.stop();
+    await drop();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+async function measured(servicePid: number, reading: () => Promise<Read>): Promise<{ read: Read; service: number; database: number }> {
+  const [service, database] = [cpuSeconds(servicePid), postgresCpuSeconds()];
+  const done = await reading();
+  return { read: done, service: cpuSeconds(servicePid) - service, database: postgresCpuSeconds() - database };
+}
+
+async function read(base: string, mode: 'list' | 'sync'): Promise<Read> {
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', CLIENT, base, mode], { maxBuffer: 1 << 20 });
+  return JSON.parse(stdout) as Read;
+}
+
+/** CPU seconds of every process named postgres on this machine so far (0 for a database elsewhere). */
+function postgresCpuSeconds(): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') total += cpuSeconds(Number(entry));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return total;
+}
