@@ -19,8 +19,11 @@ interface EncodedBody {
   readonly etag: string;
 }
 
-/** What a read gives to be answered: JSON text (tagged, kept, conditional) or, too large to keep, a stream of it. */
-export type ReadAnswer = string | { readonly stream: Readable };
+/**
+ * What a read gives to be answered: JSON text or its UTF-8 bytes (tagged, kept, conditional) or, too
+ * large to keep, a stream of it.
+ */
+export type ReadAnswer = string | Buffer | { readonly stream: Readable };
 
 /**
  * The one way a read is answered: from memory while the catalogue has not changed, else read and
@@ -51,7 +54,7 @@ export class CachedAnswers {
     const kept = key === undefined ? undefined : this.#cache.get(generation, key);
     if (kept !== undefined) return sendTagged(request, reply, kept);
     const answer = await read();
-    if (typeof answer !== 'string') return sendStream(request, reply, answer.stream);
+    if (typeof answer !== 'string' && !Buffer.isBuffer(answer)) return sendStream(request, reply, answer.stream);
     const tagged = tagBody(answer);
     if (key !== undefined) this.#cache.set(generation, key, tagged);
     return sendTagged(request, reply, tagged);
@@ -66,8 +69,8 @@ export class CachedAnswers {
 const KEPT_AS_BYTES_FROM = 64 * 1024;
 
 /** Tags a serialized body with a strong ETag: a digest of its bytes, so equal bytes give equal tags. */
-function tagBody(text: string): TaggedBody {
-  const body = text.length >= KEPT_AS_BYTES_FROM ? Buffer.from(text) : text;
+function tagBody(text: string | Buffer): TaggedBody {
+  const body = typeof text === 'string' && text.length >= KEPT_AS_BYTES_FROM ? Buffer.from(text) : text;
   return { body, etag: `"${createHash('sha1').update(body).digest('base64url')}"`, encoded: {} };
 }
 

@@ -106,7 +106,11 @@ export async function changes(app: FastifyInstance, { store, streams }: ChangesO
           if (since > page.version) throw aheadOfCatalogue(since, page.version, 'since');
           const next = page.more && page.lastVersion !== undefined ? pageLink(address.base, address.path, address.params, { since: page.lastVersion, ...(address.params.has('limit') ? { limit } : {}) }) : null;
           // A ChangePage, around the changes the database wrote as JSON: a page holds up to 10,000.
-          return `{"version":${page.version},"changes":${page.changesJson},"next":${JSON.stringify(next)}}`;
+          const start = `{"version":${page.version},"changes":`;
+          const end = `,"next":${JSON.stringify(next)}}`;
+          const changes = page.changesJson;
+          if (typeof changes === 'string') return start + changes + end;
+          return Buffer.concat([Buffer.from(start), changes, Buffer.from(end)]);
         });
       },
     },

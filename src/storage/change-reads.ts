@@ -66,7 +66,8 @@ export class ChangeReads {
         SELECT (SELECT version FROM catalogue_state WHERE id = 0) AS head, page.changes, page.last,
           EXISTS (SELECT 1 FROM ${changesAfter(wholeCopy, sql`page.last`)}) AS more
         FROM (
-          SELECT ${dialect.joinInOrder(sql`changed.json`, sql`changed.version`)} AS changes, max(changed.version) AS last
+          SELECT ${dialect.textAsBytes(sql`'[' || coalesce(${dialect.joinInOrder(sql`changed.json`, sql`changed.version`)}, '') || ']'`)} AS changes,
+            max(changed.version) AS last
           FROM (
             SELECT catalogue_change.version, ${changeJson(dialect.jsonString)} AS json
             FROM ${changesAfter(wholeCopy, since)}
@@ -79,7 +80,7 @@ export class ChangeReads {
     if (row === undefined || row.head === null) throw new Error(MISSING_STATE);
     return {
       version: Number(row.head),
-      changesJson: `[${row.changes ?? ''}]`,
+      changesJson: row.changes,
       lastVersion: row.last === null ? undefined : Number(row.last),
       more: Boolean(row.more),
     };
@@ -110,8 +111,8 @@ function changesAfter(wholeCopy: boolean, after: number | RawBuilder<unknown>): 
 
 interface JsonPageRow {
   head: number | string | bigint | null;
-  /** The changes' JSON joined by commas; null when there are none. */
-  changes: string | null;
+  /** The changes as a JSON array. */
+  changes: string | Uint8Array;
   last: number | string | bigint | null;
   more: number | boolean;
 }

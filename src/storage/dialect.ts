@@ -33,6 +33,12 @@ export interface StoreDialect {
    * third of the read; PostgreSQL is told the order.
    */
   joinInOrder(text: RawBuilder<unknown>, order: RawBuilder<unknown>): RawBuilder<string>;
+  /**
+   * A text handed to the service as its UTF-8 bytes where the driver can do so without decoding it
+   * (SQLite: as a BLOB, which saves decoding a long text into a string and encoding it again to send
+   * it); PostgreSQL hands it over as text.
+   */
+  textAsBytes(text: RawBuilder<unknown>): RawBuilder<string | Uint8Array>;
   /** Statements run outside Kysely where they beat it; without them the shared queries run. */
   readonly fastPaths?: DialectFastPaths;
   /** Tells of changes other connections commit; without it every `cacheGeneration()` reads the revision. */

@@ -197,8 +197,8 @@ export interface WriteNotices {
 export interface ChangePageJson {
   /** The catalogue's version in the snapshot the changes were read from. */
   readonly version: number;
-  /** The changes as a JSON array, in version order. */
-  readonly changesJson: string;
+  /** The changes as a JSON array, in version order: text, or its UTF-8 bytes where the database hands them over so. */
+  readonly changesJson: string | Uint8Array;
   /** The version of the last change in it; `undefined` when it has none. */
   readonly lastVersion: number | undefined;
   /** Whether changes after the last one were left out for the limit. */

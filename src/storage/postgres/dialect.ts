@@ -90,6 +90,7 @@ export function openPostgres(url: string, { poolMax, purpose, writeWaitMs = DEFA
     givenPk: sql`OVERRIDING SYSTEM VALUE`,
     jsonString: (text: RawBuilder<unknown>) => sql<string>`to_json(${text})::text`,
     joinInOrder: (text: RawBuilder<unknown>, order: RawBuilder<unknown>) => sql<string>`string_agg(${text}, ',' ORDER BY ${order})`,
+    textAsBytes: (text: RawBuilder<unknown>) => sql<string>`${text}`,
   };
   if (!serve) return { ...common, close: () => db.destroy() };
   const groups = new PostgresGroupInsert(db);

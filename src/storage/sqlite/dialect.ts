@@ -64,6 +64,7 @@ export function openSqlite(path: string, { fastPaths = true, writeWaitMs = DEFAU
     givenPk: sql``,
     jsonString: (text) => sql<string>`json_quote(${text})`,
     joinInOrder: (text) => sql<string>`group_concat(${text}, ',')`,
+    textAsBytes: (text) => sql<Uint8Array>`CAST(${text} AS BLOB)`,
     changes: dataVersionSignal(reader),
     ...(fastPaths ? { fastPaths: directStatements(reader, writer, lock) } : {}),
     writeWaits: () => lock.stats(),
