@@ -96,7 +96,8 @@ export class ChangeReads {
 function changeJson(jsonString: (text: RawBuilder<unknown>) => RawBuilder<string>): RawBuilder<string> {
   const cents = sql`product.price_cents`;
   const price = sql`(${cents} / 100) || '.' || CASE WHEN ${cents} % 100 < 10 THEN '0' ELSE '' END || (${cents} % 100)`;
-  const product = sql`'{"pk":' || product.pk || ',"name":' || ${jsonString(sql`product.name`)} || ',"barcode":' || ${jsonString(sql`product.barcode`)} || ',"price":"' || ${price} || '"}'`;
+  // As text whatever plain SQL stored (SQLite keeps a BLOB or a number in a text column as it was given), as toProduct reads it.
+  const product = sql`'{"pk":' || product.pk || ',"name":' || ${jsonString(sql`CAST(product.name AS TEXT)`)} || ',"barcode":' || ${jsonString(sql`CAST(product.barcode AS TEXT)`)} || ',"price":"' || ${price} || '"}'`;
   return sql<string>`'{"version":' || catalogue_change.version || ',"pk":' || catalogue_change.pk || ',"product":' || CASE WHEN product.pk IS NULL THEN 'null' ELSE ${product} END || '}'`;
 }
 

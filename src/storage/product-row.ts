@@ -31,5 +31,17 @@ export function newProductRow(product: NewProduct): NewProductRow {
 
 /** A product as read; PostgreSQL returns bigint columns as strings, and every value here is below 2^53. */
 export function toProduct(row: ProductRow): Product {
-  return { pk: Number(row.pk), name: row.name, barcode: row.barcode, priceCents: Number(row.price_cents) };
+  return { pk: Number(row.pk), name: asText(row.name), barcode: asText(row.barcode), priceCents: Number(row.price_cents) };
+}
+
+const utf8 = new TextDecoder();
+
+/**
+ * A text column's value as text: SQLite keeps what plain SQL stored in it as it was given, a BLOB
+ * (read as bytes) or a number included; read as SQLite's own CAST(… AS TEXT) reads it.
+ */
+function asText(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (value instanceof Uint8Array) return utf8.decode(value);
+  return String(value);
 }
