@@ -70,20 +70,24 @@ export function residentBytes(pid: number): number {
   return total;
 }
 
-/** CPU seconds (user and system) a process and its descendants have used so far; 0 without /proc. */
-export function cpuSeconds(pid: number): number {
-  return cpuTicks(pid) / clockTicks();
+/**
+ * CPU seconds (user and system) a process and its descendants (`alone`: the process alone) have used
+ * so far; 0 without /proc.
+ */
+export function cpuSeconds(pid: number, alone = false): number {
+  return cpuTicks(pid, alone) / clockTicks();
 }
 
-function cpuTicks(pid: number): number {
+function cpuTicks(pid: number, alone: boolean): number {
   let ticks = 0;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the command name, which may hold spaces: state is the 3rd field, utime the 14th.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     ticks += Number(fields[11]) + Number(fields[12]);
+    if (alone) return ticks;
     const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
-    for (const child of children === '' ? [] : children.split(/\s+/)) ticks += cpuTicks(Number(child));
+    for (const child of children === '' ? [] : children.split(/\s+/)) ticks += cpuTicks(Number(child), false);
   } catch {
     // As for memory: what was read before the process exited stands.
   }
