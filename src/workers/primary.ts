@@ -103,7 +103,9 @@ export function startPrimary({ workers, log, stopGraceMs }: PrimaryOptions): Pri
     if (what === 'write-committed') {
       // Every other worker takes note before the writer answers: the database's own notice of the write
       // can come after its client has asked again, through another worker.
-      const others = [...members.values()].filter((m) => m !== from);
+      // A worker still starting has served nothing, so it holds nothing to empty; asked, it could not
+      // answer before its code is loaded, and every write would wait out the limit meanwhile.
+      const others = [...members.values()].filter((m) => m !== from && m.listening);
       await Promise.all(others.map((m) => m.questions.ask('write-heard', undefined, WRITE_NOTICE_WITHIN_MS).catch(() => undefined)));
       return 'heard';
     }
