@@ -62,7 +62,6 @@ export const ChangePageSchema = Type.Object(
   },
   { $id: 'ChangePage', additionalProperties: false },
 );
-export type ChangePageWire = Static<typeof ChangePageSchema>;
 
 /** The create body's fields: exactly the catalogue's, which the compiler checks by `satisfies`. */
 const newProductFields = {
