@@ -1,4 +1,4 @@
-import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { request as httpRequest, type Agent, type IncomingHttpHeaders } from 'node:http';
 
 export interface RawResponse {
   readonly status: number;
@@ -16,6 +16,8 @@ export interface RawRequest {
   readonly headers?: Record<string, string | number>;
   /** Sent exactly as given: a string (UTF-8) or raw bytes. */
   readonly body?: string | Buffer;
+  /** The agent whose connection to use (a keep-alive one, to stay with one worker); a new connection unless given. */
+  readonly agent?: Agent;
 }
 
 /**
@@ -29,7 +31,7 @@ export function send(url: string, options: RawRequest = {}): Promise<RawResponse
     if (options.body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-length')) {
       headers['Content-Length'] = Buffer.byteLength(options.body);
     }
-    const req = httpRequest(url, { method: options.method ?? 'GET', headers, agent: false }, (res) => {
+    const req = httpRequest(url, { method: options.method ?? 'GET', headers, agent: options.agent ?? false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => {

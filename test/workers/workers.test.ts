@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { Agent } from 'node:http';
 import { describe, it, type TestContext } from 'node:test';
 import { databaseUrl, runServiceUntilExit, spawnChild, spawnServer, type ChildServer } from '../helpers/child-server.js';
 import { sqlite } from '../helpers/stores.js';
@@ -29,6 +30,24 @@ async function newWorker(pid: number, known: readonly number[]): Promise<number>
     if (fresh !== undefined) return fresh;
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
+}
+
+/** Sends `name` to process `pid` unless it has ended. */
+function signal(pid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(pid, name);
+  } catch {
+    // Gone already.
+  }
+}
+
+/** `answer`, or a failure naming the wait when it has not come within `ms` (a test fails rather than hangs). */
+async function answerWithin<T>(ms: number, answer: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([answer, late]).finally(() => clearTimeout(timer));
 }
 
 /** The pid of the first process the primary `pid` forks, as soon as it is forked. */
@@ -130,30 +149,43 @@ describeEachStore('WORKERS=2', { env: false, timeout: 120_000 }, (ctx) => {
   it('answers writes at once while a replacement worker is still starting', async (t) => {
     const server = await serveWithWorkers(t);
     const primary = server.process.pid!;
-    const before = childPids(primary);
-    const victim = workerPids(server)[0]!;
-    process.kill(victim, 'SIGKILL');
-    // Until the primary has seen the death, it may still hand a new connection to the dead worker
-    // (a known limit of Node's cluster, docs/OPERATIONS.md): the creates below wait for that.
-    await server.waitForLog((l) => l.msg?.startsWith(`worker ${victim} ended`) === true);
-    // Held before it listens: a worker that is starting must not hold the others' writes up.
-    const replacement = await newWorker(primary, before);
-    process.kill(replacement, 'SIGSTOP');
-    const resume = (): void => {
-      try {
-        process.kill(replacement, 'SIGCONT');
-      } catch {
-        // Gone already.
+    // The creates go over one kept connection to the worker that stays, so that none can be handed to
+    // the replacement, which is held stopped; the other worker is the one killed.
+    const kept = new Agent({ keepAlive: true, maxSockets: 1 });
+    t.after(() => kept.destroy());
+    const probe = `/api/v1/shop/product/${900_000_000 + (process.pid % 1000)}`;
+    assert.equal((await send(`${server.url}${probe}`, { agent: kept })).status, 404);
+    const stays = (await server.waitForLog((l) => l.msg === 'incoming request' && l.req?.url === probe)).pid!;
+    const resume: number[] = [];
+    t.after(() => resume.forEach((pid) => signal(pid, 'SIGCONT')));
+    // Held before it listens: a worker that is starting must not hold the others' writes up. A
+    // replacement that got as far as listening before it was held is let go and replaced again.
+    let replacement: number | undefined;
+    for (let attempt = 0; attempt < 5 && replacement === undefined; attempt++) {
+      const victim = workerPids(server).filter((pid) => pid !== stays && childPids(primary).includes(pid)).at(-1)!;
+      const before = childPids(primary);
+      process.kill(victim, 'SIGKILL');
+      const starting = await newWorker(primary, before);
+      process.kill(starting, 'SIGSTOP');
+      resume.push(starting);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      if (!workerPids(server).includes(starting)) replacement = starting;
+      else {
+        signal(starting, 'SIGCONT');
+        await server.waitForLog((l) => l.msg?.startsWith('Server listening at ') === true && l.pid === starting);
       }
-    };
-    t.after(resume);
+    }
+    assert.ok(replacement !== undefined, 'a replacement was held before it listened');
     for (let i = 0; i < 3; i++) {
+      const body = JSON.stringify({ name: `While starting ${i}`, barcode: uniqueBarcode(), price: '1.00' });
       const started = performance.now();
-      await createProduct(server.url, { name: `While starting ${i}`, barcode: uniqueBarcode(), price: '1.00' });
+      const created = await answerWithin(5_000, send(`${server.url}/api/v1/shop/product/`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body, agent: kept }));
       const ms = performance.now() - started;
+      assert.equal(created.status, 201, created.text);
       assert.ok(ms < 700, `create ${i} took ${ms.toFixed(0)} ms`);
     }
-    resume();
+    // Let go, it starts and the service stops at once rather than after its grace.
+    signal(replacement, 'SIGCONT');
   });
 
   it('counts the rate limit across the workers, not once per worker', async (t) => {
