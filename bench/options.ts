@@ -28,6 +28,8 @@ export interface BenchOptions {
   readonly bulk: readonly number[];
   /** A whole copy through the change feed against the v1 list (sync.ts) instead of the HTTP scenarios. */
   readonly sync: boolean;
+  /** Uncached searches at a shop's scale, and details beside short searches (search.ts), instead of the HTTP scenarios. */
+  readonly search: boolean;
 }
 
 const USAGE = `npm run bench -- [--size N] [--duration SECONDS] [--warmup SECONDS] [--rounds N]
@@ -38,7 +40,9 @@ const USAGE = `npm run bench -- [--size N] [--duration SECONDS] [--warmup SECOND
        npm run bench -- --bulk [--size N] [--database postgres://...] [--smoke]
                   (imports, price lists, SQL updates and a start after a plain load; 100,000 and 1,000,000 rows, or N)
        npm run bench -- --sync [--size N] [--rounds N] [--database postgres://...] [--smoke]
-                  (a whole copy through the change feed against the v1 list, in CPU seconds; 1,000,000 products, or N)`;
+                  (a whole copy through the change feed against the v1 list, in CPU seconds; 1,000,000 products, or N)
+       npm run bench -- --search [--size N] [--duration SECONDS] [--workers N] [--database postgres://...] [--smoke]
+                  (searches that are not cached, and details beside short searches; 1,000,000 products, or N)`;
 
 /** Reads the command line; throws with the usage text on anything it does not understand. */
 export function parseBenchOptions(argv: readonly string[]): BenchOptions {
@@ -58,6 +62,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
       smoke: { type: 'boolean', default: false },
       bulk: { type: 'boolean', default: false },
       sync: { type: 'boolean', default: false },
+      search: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -81,6 +86,8 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
     compare.set(entry.slice(0, at), entry.slice(at + 1));
   }
   const workers = (values.workers ?? '1').split(',').map((text) => whole('workers', text.trim(), 1, 1));
+  if ([values.bulk, values.sync, values.search].filter((mode) => mode === true).length > 1) throw new Error(`--bulk, --sync and --search are runs of their own: give one.\n${USAGE}`);
+  if (values.search === true && workers.length > 1) throw new Error(`--search runs the service with one WORKERS count.\n${USAGE}`);
   if (workers.length > 1 && compare.size > 0) throw new Error(`--workers with several counts and --compare cannot be combined: compare builds at one WORKERS.\n${USAGE}`);
   const connections = whole('connections', values.connections, smoke ? 4 : 32, 1);
   const threads = whole('threads', values.threads, 1, 1);
@@ -89,7 +96,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
     compare,
     workers,
     database,
-    size: whole('size', values.size, smoke ? 300 : values.sync === true ? 1_000_000 : 10_000, 200),
+    size: whole('size', values.size, smoke ? 300 : values.sync === true || values.search === true ? 1_000_000 : 10_000, 200),
     duration: whole('duration', values.duration, smoke ? 1 : 5, 1),
     warmup: whole('warmup', values.warmup, smoke ? 0 : 1, 0),
     connections,
@@ -98,6 +105,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
     smoke,
     only: values.only === undefined ? [] : values.only.split(',').map((s) => s.trim()),
     sync: values.sync === true,
+    search: values.search === true,
     bulk: values.bulk !== true ? [] : values.size !== undefined ? [whole('size', values.size, 0, 200)] : smoke ? [2_000] : [100_000, 1_000_000],
   });
 }

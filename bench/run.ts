@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runBulk } from './bulk.js';
+import { runSearch } from './search.js';
 import { runSync } from './sync.js';
 import { BenchFailure, FIRST_LOAD_BARCODE, measure, serviceKey, type Build, type Run } from './measure.js';
 import { parseBenchOptions, type BenchOptions } from './options.js';
@@ -39,6 +40,9 @@ async function main(): Promise<number> {
   if (wrk === undefined) {
     console.error(WRK_MISSING);
     return 1;
+  }
+  if (options.search) {
+    return runSearch({ dist: join(ROOT, 'dist'), database: options.database, size: options.size, duration: options.duration, workers: options.workers[0]!, leftOut: SETTINGS_LEFT_OUT });
   }
   const all = buildScenarios(options.size);
   const unknown = options.only.filter((name) => !all.some((s) => s.name === name));

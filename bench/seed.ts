@@ -137,3 +137,23 @@ export async function createScratchPostgres(serverUrl: string): Promise<{ url: s
     },
   };
 }
+
+/**
+ * A catalogue of products 1..`size` for a run of its own, its progress on stderr: an SQLite file in
+ * `work` when `database` is undefined, else a scratch database on that PostgreSQL server. Resolves with
+ * its `DATABASE_URL` and what drops it (nothing to drop for the file, which goes with `work`).
+ */
+export async function seedScratch(dist: string, database: string | undefined, size: number, work: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const progress: Progress = (done, total) => void process.stderr.write(`\rseeding ${done.toLocaleString('en')} / ${total.toLocaleString('en')}`);
+  let seeded: { url: string; drop(): Promise<void> };
+  if (database === undefined) {
+    const path = join(work, 'catalogue.db');
+    await seedSqlite(dist, path, size, progress);
+    seeded = { url: `sqlite:${path}`, drop: async () => undefined };
+  } else {
+    seeded = await createScratchPostgres(database);
+    await seedPostgres(dist, seeded.url, size, progress);
+  }
+  process.stderr.write('\n');
+  return seeded;
+}

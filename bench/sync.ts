@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { cpuSeconds, freePort, startTarget } from './processes.js';
 import { megabytes } from './report.js';
-import { createScratchPostgres, seedPostgres, seedSqlite } from './seed.js';
+import { seedScratch } from './seed.js';
 
 const run = promisify(execFile);
 const CLIENT = join(resolve(import.meta.dirname), 'sync-client.ts');
@@ -37,18 +37,7 @@ interface Read {
 export async function runSync(options: SyncOptions): Promise<number> {
   const work = mkdtempSync(join(tmpdir(), 'catalogue-sync-'));
   const kind = options.database === undefined ? 'SQLite' : 'PostgreSQL';
-  const progress = (done: number, total: number): void => void process.stderr.write(`\rseeding ${done.toLocaleString('en')} / ${total.toLocaleString('en')}`);
-  let url: string;
-  let drop = async (): Promise<void> => undefined;
-  if (options.database === undefined) {
-    url = `sqlite:${join(work, 'catalogue.db')}`;
-    await seedSqlite(options.dist, join(work, 'catalogue.db'), options.size, progress);
-  } else {
-    const scratch = await createScratchPostgres(options.database);
-    ({ url, drop } = scratch);
-    await seedPostgres(options.dist, url, options.size, progress);
-  }
-  process.stderr.write('\n');
+  const { url, drop } = await seedScratch(options.dist, options.database, options.size, work);
   const port = await freePort();
   const service = await startTarget('service', port, [join(options.dist, 'server.js')], { DATABASE_URL: url, PORT: String(port), WORKERS: '1', LOG_LEVEL: 'warn' });
   try {
