@@ -41,6 +41,11 @@ interface Member {
   readonly questions: Questions;
   readonly startedAt: number;
   listening: boolean;
+  /**
+   * It let a notice of a write go unanswered past the limit (frozen, say) and has answered nothing
+   * since: it is still told of writes, but no writer waits for it.
+   */
+  unanswering: boolean;
   /** Change streams this worker holds open (CHANGE_STREAMS_MAX is the service's, shared by all). */
   streams: number;
 }
@@ -89,6 +94,23 @@ export function startPrimary({ workers, log, stopGraceMs }: PrimaryOptions): Pri
         })),
     );
 
+  /**
+   * Tells a worker of a write and resolves once it has taken note, or after the limit. A worker that
+   * let the last notice go past the limit is told without waiting, so that a frozen worker holds up one
+   * round of writes, not every write until it thaws. It stays exact all the same: the notice reaches it
+   * on the channel that hands it its connections, ahead of any connection handed to it later.
+   */
+  const tellOfWrite = async (member: Member): Promise<void> => {
+    const heard = member.questions.ask('write-heard', undefined, WRITE_NOTICE_WITHIN_MS);
+    if (member.unanswering) {
+      heard.catch(() => undefined);
+      return;
+    }
+    await heard.catch(() => {
+      member.unanswering = true;
+    });
+  };
+
   const answer = async (what: string, args: unknown, from: Member): Promise<unknown> => {
     if (what === 'metrics') {
       const perWorker = await askAll('metrics');
@@ -106,7 +128,7 @@ export function startPrimary({ workers, log, stopGraceMs }: PrimaryOptions): Pri
       // A worker still starting has served nothing, so it holds nothing to empty; asked, it could not
       // answer before its code is loaded, and every write would wait out the limit meanwhile.
       const others = [...members.values()].filter((m) => m !== from && m.listening);
-      await Promise.all(others.map((m) => m.questions.ask('write-heard', undefined, WRITE_NOTICE_WITHIN_MS).catch(() => undefined)));
+      await Promise.all(others.map(tellOfWrite));
       return 'heard';
     }
     if (what === 'count-request') {
@@ -129,9 +151,11 @@ export function startPrimary({ workers, log, stopGraceMs }: PrimaryOptions): Pri
 
   const fork = (): void => {
     const worker = cluster.fork();
-    const member: Member = { worker, questions: new Questions((message: Question) => worker.send(message)), startedAt: Date.now(), listening: false, streams: 0 };
+    const member: Member = { worker, questions: new Questions((message: Question) => worker.send(message)), startedAt: Date.now(), listening: false, unanswering: false, streams: 0 };
     members.set(worker.id, member);
     worker.on('message', (message: unknown) => {
+      // Any message, even a late answer to a question given up on, shows the worker runs again.
+      member.unanswering = false;
       if (isAnswer(message)) member.questions.settle(message);
       else if (isQuestion(message)) answerQuestion(message, (what, args) => answer(what, args, member), (reply) => worker.send(reply));
     });
