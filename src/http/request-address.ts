@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FieldErrors } from '../catalogue/product.js';
 import { HttpProblem } from './problem.js';
 
 /** A host name, IPv4 or bracketed IPv6 address, and an optional port: nothing a URL could misread. */
@@ -58,14 +59,45 @@ export function requestAddress(request: FastifyRequest): RequestAddress {
     // `URL.parse` gives null where `new URL` would throw (a port past 65535, say): a 400, not a 500.
     const url = URL.parse(target);
     if (url === null || !isValidHost(url.host)) throw new HttpProblem(400, 'The request target does not name a valid host.');
-    return { base: `${linkScheme(request)}://${url.host}`, path: url.pathname, params: url.searchParams };
+    return { base: `${linkScheme(request)}://${url.host}`, path: url.pathname, params: checkedQuery(url.search.slice(1)) };
   }
   const query = target.indexOf('?');
   return {
     base: linkBase(request),
     path: query === -1 ? target : target.slice(0, query),
-    params: new URLSearchParams(query === -1 ? '' : target.slice(query + 1)),
+    params: checkedQuery(query === -1 ? '' : target.slice(query + 1)),
   };
+}
+
+/**
+ * The parameters of a query, refusing those whose percent-encoding is broken (`%zz`) or does not
+ * decode to UTF-8 text (`%ff`). URLSearchParams would keep the first as written and turn the second
+ * into U+FFFD: a search for text the client never sent.
+ * @throws HttpProblem 400 naming each such parameter.
+ */
+function checkedQuery(query: string): URLSearchParams {
+  // A Map: a parameter may be named `__proto__`.
+  const errors = new Map<string, string[]>();
+  if (query.includes('%')) {
+    for (const pair of query.split('&')) {
+      const equals = pair.indexOf('=');
+      const [name, value] = equals === -1 ? [pair, ''] : [pair.slice(0, equals), pair.slice(equals + 1)];
+      if (decodes(name) && decodes(value)) continue;
+      const named = decodes(name) ? decodeURIComponent(name.replaceAll('+', ' ')) : name;
+      errors.set(named, ['is not valid percent-encoding of UTF-8 text (a `%` not followed by two hex digits, or bytes that are not UTF-8).']);
+    }
+  }
+  if (errors.size > 0) throw new HttpProblem(400, 'The query parameters are not valid.', { errors: Object.fromEntries(errors) as FieldErrors });
+  return new URLSearchParams(query);
+}
+
+function decodes(text: string): boolean {
+  try {
+    decodeURIComponent(text.replaceAll('+', ' '));
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -93,6 +93,15 @@ describeEachStore('finding products', { env: { PAGE_SIZE: '2' } }, (ctx) => {
     }
   });
 
+  it('refuses a filter whose percent-encoding is broken or is not UTF-8, naming it, and takes an encoded U+FFFD as written', async () => {
+    for (const [query, named] of [['search=%ff', 'search'], ['search=%zz', 'search'], ['search=ab%e2%82', 'search'], ['barcode=%ff', 'barcode'], ['search=%ff&barcode=%zz', 'barcode,search'], ['__proto__=%ff', '__proto__']] as const) {
+      await refused(`${v1}?${query}`, named.split(','));
+      await refused(`${v2}?${query}`, named.split(','));
+    }
+    assert.deepEqual(await json(`${v1}?search=%EF%BF%BD`), []);
+    assert.deepEqual(await json(`${v1}?search=cr%C3%A8me`), [items[0], items[7]]);
+  });
+
   it('counts an empty search as absent and refuses one over 100 characters', async () => {
     assert.equal((await json<Item[]>(`${v1}?search=`)).length, items.length);
     assert.equal((await json<Item[]>(`${v1}?search=%20%20`)).length, items.length);
