@@ -79,9 +79,10 @@ export async function productsV1(app: FastifyInstance, { store }: ProductsV1Opti
         validatorCompiler: () => (value: unknown) => ({ value }),
       },
       handler: (request, reply) => {
-        const filter = productFilter(requestAddress(request).params);
-        // The whole target is the key: any query parameter that selects products is part of it.
+        // The whole target is the key: any query parameter that selects products is part of it. Only
+        // valid requests are kept, so a kept answer needs no parsing of the query.
         return lists.answer(request, reply, request.url, async () => {
+          const filter = productFilter(requestAddress(request).params);
           if (hasFilter(filter)) {
             // Most filtered lists (every barcode lookup) fit one batch: kept whole.
             const matches = await store.listFilteredAfter(filter, 0, LIST_BATCH);
