@@ -9,6 +9,7 @@ import { health } from './http/health.js';
 import { BODY_LIMIT_BYTES, useStrictJsonBodies } from './http/json-body.js';
 import { TIMEOUTS, useRateLimit } from './http/limits.js';
 import { connectionRefusals, useConnectionHandling } from './http/connection/connection-handling.js';
+import { KeptHits } from './http/kept-hits.js';
 import { useMetrics } from './http/metrics.js';
 import { changes } from './http/changes.js';
 import { ChangeStreams } from './http/change-streams.js';
@@ -50,8 +51,11 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   const allowedHeaders = ['Content-Type', 'Idempotency-Key', 'Last-Event-ID'];
   if (config.apiToken !== undefined) allowedHeaders.push('Authorization');
   const answerHeaders = new AnswerHeaders({ origin: config.corsOrigin, allowedHeaders });
+  const hits = new KeptHits();
   const app = Fastify({
     logger,
+    // Kept answers are written from the server's listener, ahead of Fastify (kept-hits.ts).
+    serverFactory: hits.serverFactory,
     bodyLimit: BODY_LIMIT_BYTES,
     // A longer path parameter does not reach its route: Fastify's not-found answers it, saying the path
     // is not valid. 200 lets any pk a client could mean (and far more) get the product route's own 404.
@@ -103,22 +107,32 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
     streams.closeAll();
     done();
   });
-  const ownMetrics = useMetrics(app, store, streams, workerGroup);
-  workerGroup?.answerWith({ metrics: ownMetrics, ready: () => store.ping() });
+  const metrics = useMetrics(app, store, streams, hits, workerGroup);
+  workerGroup?.answerWith({ metrics: metrics.figures, ready: () => store.ping() });
   await app.register(health, { store, workerGroup });
   await app.register(webPage);
   if (config.rateLimit !== undefined) await useRateLimit(app, config.rateLimit, workerGroup);
   if (config.apiToken !== undefined) useWriteToken(app, config.apiToken);
-  await app.register(productsV1, { store });
+  await app.register(productsV1, { store, hits });
   await app.register(productsV2, {
     store,
+    hits,
     pagination: config.pagination,
     pageSize: config.pageSize,
     maxLimit: config.maxLimit,
   });
   await app.register(changes, { store, streams });
+  // A hit answered ahead of Fastify is not logged and not counted by the rate limit: with either, hits
+  // go through Fastify like every request.
+  if (config.rateLimit === undefined && !REQUEST_LOG_LEVELS.has(app.log.level)) {
+    const underPressure = refuseWhenOverloaded ? () => app.isUnderPressure() : () => false;
+    hits.serve({ answerHeaders, counterOf: metrics.counterOf, underPressure });
+  }
   return app;
 }
+
+/** Levels at which Fastify logs every request (`incoming request`, `request completed`). */
+const REQUEST_LOG_LEVELS: ReadonlySet<string> = new Set(['info', 'debug', 'trace']);
 
 function trustProxySetting(trust: Config['trustProxy']): boolean | string[] | ((address: string, hop: number) => boolean) {
   if (typeof trust === 'number') return (_address, hop) => hop < trust;

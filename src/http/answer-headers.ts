@@ -56,6 +56,8 @@ export class AnswerHeaders {
   readonly #origins: readonly string[] | undefined;
   readonly #exposed = EXPOSED_HEADERS.join(', ');
   readonly #allowedHeaders: string;
+  /** `write`'s headers but the id, per `Origin` that decides them (`''` for none or one not allowed). */
+  readonly #byOrigin = new Map<string, Readonly<Record<string, string>>>();
 
   constructor(settings: AnswerHeaderSettings) {
     this.#origins = settings.origin === '*' ? undefined : [...settings.origin];
@@ -78,6 +80,24 @@ export class AnswerHeaders {
       if (origin !== undefined && this.#origins.includes(origin)) set('Access-Control-Allow-Origin', origin);
     }
     set('Access-Control-Expose-Headers', this.#exposed);
+  }
+
+  /**
+   * The headers as a new object for `ServerResponse.writeHead`, the id first. Everything but the id
+   * depends only on whether and which allowed origin asks: decided once per such origin.
+   */
+  fields(id: string, origin: string | undefined): Record<string, string> {
+    const decides = origin !== undefined && this.#origins?.includes(origin) === true ? origin : '';
+    let fixed = this.#byOrigin.get(decides);
+    if (fixed === undefined) {
+      const decided: Record<string, string> = {};
+      this.write('', decides === '' ? undefined : decides, (name, value) => {
+        if (name !== 'X-Request-Id') decided[name] = value;
+      });
+      fixed = decided;
+      this.#byOrigin.set(decides, fixed);
+    }
+    return { 'X-Request-Id': id, ...fixed };
   }
 
   /** Puts the headers on a reply Fastify will send. */

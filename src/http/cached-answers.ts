@@ -7,16 +7,26 @@ import { RevisionCache } from './revision-cache.js';
 
 /** A JSON body already serialized, with the strong validator of its exact bytes. */
 interface TaggedBody {
-  readonly body: string | Buffer;
-  readonly etag: string;
+  /** The body as it is, in the form every request that takes no content coding gets. */
+  readonly identity: KeptForm;
   /** Its compressed forms, each made on first request and then kept with the body. */
-  readonly encoded: Partial<Record<ContentCoding, Promise<EncodedBody>>>;
+  readonly encoded: Partial<Record<ContentCoding, Promise<KeptForm>>>;
+  /** The compressed forms already made: what can be sent without waiting. */
+  readonly ready: Partial<Record<ContentCoding, KeptForm>>;
 }
 
-/** A body in a content coding, with a strong validator of its own: a different representation. */
-interface EncodedBody {
-  readonly bytes: Buffer;
+/**
+ * One representation of a kept answer: its bytes, their strong validator and content coding, and
+ * whether the choice of it depended on `Accept-Encoding` (then the answer says `Vary: Accept-Encoding`).
+ * A coded form is a representation of its own, with an ETag of its own.
+ */
+export interface KeptForm {
+  readonly bytes: string | Buffer;
+  /** Their length in bytes: the `Content-Length`. */
+  readonly length: number;
   readonly etag: string;
+  readonly coding: ContentCoding | undefined;
+  readonly variesByEncoding: boolean;
 }
 
 /**
@@ -52,12 +62,31 @@ export class CachedAnswers {
   async answer(request: FastifyRequest, reply: FastifyReply, key: string | undefined, read: () => Promise<ReadAnswer>): Promise<FastifyReply> {
     const generation = await this.#store.cacheGeneration();
     const kept = key === undefined ? undefined : this.#cache.get(generation, key);
-    if (kept !== undefined) return sendTagged(request, reply, kept);
+    if (kept !== undefined) return sendKept(request, reply, kept);
     const answer = await read();
     if (typeof answer !== 'string' && !Buffer.isBuffer(answer)) return sendStream(request, reply, answer.stream);
     const tagged = tagBody(answer);
     if (key !== undefined) this.#cache.set(generation, key, tagged);
-    return sendTagged(request, reply, tagged);
+    return sendKept(request, reply, tagged);
+  }
+
+  /**
+   * The form of the answer kept under `key` for the catalogue as it is now that a request with this
+   * `Accept-Encoding` gets, when it can be sent at once: `undefined` when nothing is kept, when the
+   * catalogue's generation is not known without asking the database, or when the coded form is still
+   * to be made. Then `answer` is the way.
+   */
+  formNow(key: string, acceptEncoding: string | undefined): KeptForm | undefined {
+    const generation = this.#store.cacheGeneration();
+    if (typeof generation !== 'number') {
+      // Asked here only to be asked again by `answer`: nothing waits for it.
+      generation.catch(() => undefined);
+      return undefined;
+    }
+    const kept = this.#cache.get(generation, key);
+    if (kept === undefined) return undefined;
+    const form = formFor(kept, acceptEncoding);
+    return form instanceof Promise ? undefined : form;
   }
 }
 
@@ -71,8 +100,10 @@ const KEPT_AS_BYTES_FROM = 1024;
 
 /** Tags a serialized body with a strong ETag: a digest of its bytes, so equal bytes give equal tags. */
 function tagBody(text: string | Buffer): TaggedBody {
-  const body = typeof text === 'string' && text.length >= KEPT_AS_BYTES_FROM ? Buffer.from(text) : text;
-  return { body, etag: `"${createHash('sha1').update(body).digest('base64url')}"`, encoded: {} };
+  const bytes = typeof text === 'string' && text.length >= KEPT_AS_BYTES_FROM ? Buffer.from(text) : text;
+  const length = typeof bytes === 'string' ? Buffer.byteLength(bytes) : bytes.length;
+  const etag = `"${createHash('sha1').update(bytes).digest('base64url')}"`;
+  return { identity: { bytes, length, etag, coding: undefined, variesByEncoding: length >= COMPRESS_MIN_BYTES }, encoded: {}, ready: {} };
 }
 
 /**
@@ -80,29 +111,39 @@ function tagBody(text: string | Buffer): TaggedBody {
  * under a quarter of its length each.
  */
 function taggedSize(tagged: TaggedBody): number {
-  return Math.ceil(tagged.body.length * 1.5) + tagged.etag.length;
+  return Math.ceil(tagged.identity.bytes.length * 1.5) + tagged.identity.etag.length;
 }
 
 /**
- * Sends a tagged JSON body, compressed when the client accepts it and the body is long enough, or 304
- * with no body when the request's If-None-Match already names the ETag of what it would get
- * (RFC 9110 §13.1.2: weak comparison, `*` matches any current representation). Waits only when a
- * compressed form is still being made: a short body (one product) is sent at once.
+ * The form a request gets (RFC 9110 §12.5.3): compressed when the client accepts it and the body is
+ * long enough, else as it is. A promise only while the compressed form is still being made: a short
+ * body (one product) is always there at once.
  */
-function sendTagged(request: FastifyRequest, reply: FastifyReply, tagged: TaggedBody): FastifyReply | Promise<FastifyReply> {
-  if (tagged.body.length < COMPRESS_MIN_BYTES) return sendBytes(request, reply, tagged.etag, tagged.body);
-  addVary(reply, 'Accept-Encoding');
-  const coding = chooseCoding(request.headers['accept-encoding']);
-  if (coding === undefined) return sendBytes(request, reply, tagged.etag, tagged.body);
-  return (tagged.encoded[coding] ??= encode(tagged, coding)).then((encoded) => {
-    reply.header('Content-Encoding', coding);
-    return sendBytes(request, reply, encoded.etag, encoded.bytes);
-  });
+function formFor(tagged: TaggedBody, acceptEncoding: string | undefined): KeptForm | Promise<KeptForm> {
+  if (!tagged.identity.variesByEncoding) return tagged.identity;
+  const coding = chooseCoding(acceptEncoding);
+  if (coding === undefined) return tagged.identity;
+  return tagged.ready[coding] ?? (tagged.encoded[coding] ??= encode(tagged, coding));
+}
+
+/**
+ * Sends a kept answer in the form the request gets, or 304 with no body when the request's
+ * If-None-Match already names that form's ETag.
+ */
+function sendKept(request: FastifyRequest, reply: FastifyReply, tagged: TaggedBody): FastifyReply | Promise<FastifyReply> {
+  const form = formFor(tagged, request.headers['accept-encoding']);
+  return form instanceof Promise ? form.then((made) => sendForm(request, reply, made)) : sendForm(request, reply, form);
+}
+
+function sendForm(request: FastifyRequest, reply: FastifyReply, form: KeptForm): FastifyReply {
+  if (form.variesByEncoding) addVary(reply, 'Accept-Encoding');
+  if (form.coding !== undefined) reply.header('Content-Encoding', form.coding);
+  return sendBytes(request, reply, form.etag, form.bytes);
 }
 
 function sendBytes(request: FastifyRequest, reply: FastifyReply, etag: string, payload: string | Buffer): FastifyReply {
   reply.header('ETag', etag);
-  if (noneMatch(request.headers['if-none-match'], etag)) {
+  if (notModified(request.headers['if-none-match'], etag)) {
     // HEAD: the body only sizes Content-Length (the 200's own length, as RFC 9110 §8.6 allows) and is
     // dropped; GET: a 304 has no body and no length.
     if (request.method !== 'HEAD') reply.removeHeader('Content-Encoding');
@@ -121,9 +162,13 @@ function sendStream(request: FastifyRequest, reply: FastifyReply, stream: Readab
   return reply.send(compressStream(stream, coding));
 }
 
-async function encode(tagged: TaggedBody, coding: ContentCoding): Promise<EncodedBody> {
+async function encode(tagged: TaggedBody, coding: ContentCoding): Promise<KeptForm> {
+  const { identity } = tagged;
+  const bytes = await compressBody(identity.bytes, coding);
   // The identity tag with the coding's name inside the quotes: still strong, distinct per coding.
-  return { bytes: await compressBody(tagged.body, coding), etag: `${tagged.etag.slice(0, -1)}-${coding}"` };
+  const form = { bytes, length: bytes.length, etag: `${identity.etag.slice(0, -1)}-${coding}"`, coding, variesByEncoding: true };
+  tagged.ready[coding] = form;
+  return form;
 }
 
 /** Adds a field name to `Vary`, keeping what is there (CORS may have put `Origin`). */
@@ -132,7 +177,11 @@ export function addVary(reply: FastifyReply, field: string): void {
   reply.header('Vary', current === undefined || current === '' ? field : `${String(current)}, ${field}`);
 }
 
-function noneMatch(header: string | undefined, etag: string): boolean {
+/**
+ * Whether If-None-Match names `etag` (RFC 9110 §13.1.2: weak comparison, `*` matches any current
+ * representation): the answer is then a 304.
+ */
+export function notModified(header: string | undefined, etag: string): boolean {
   if (header === undefined) return false;
   if (header.trim() === '*') return true;
   return header.split(',').some((candidate) => {

@@ -3,6 +3,7 @@ import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CatalogueStore, WriteWaits } from '../storage/store.js';
 import type { WorkerGroup } from '../workers/worker-group.js';
 import type { ChangeStreams } from './change-streams.js';
+import type { KeptHits } from './kept-hits.js';
 import { LatencyHistogram, type LatencySeries } from './latency-histogram.js';
 import { HttpProblem } from './problem.js';
 import { resource } from './resource.js';
@@ -18,10 +19,10 @@ const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
  * Requests that match no route are labelled `unmatched`, so that scanning random paths cannot grow
  * the number of series without bound.
  *
- * With workers, `/metrics` answers for all of them (the primary adds up each worker's figures); the
- * function returned gives this worker's own, for the primary to ask.
+ * With workers, `/metrics` answers for all of them (the primary adds up each worker's figures);
+ * `figures` gives this worker's own, for the primary to ask.
  */
-export function useMetrics(app: FastifyInstance, store: CatalogueStore, streams: Pick<ChangeStreams, 'open'>, workerGroup?: WorkerGroup): () => Promise<unknown> {
+export function useMetrics(app: FastifyInstance, store: CatalogueStore, streams: Pick<ChangeStreams, 'open'>, hits: Pick<KeptHits, 'answered'>, workerGroup?: WorkerGroup): AnswerMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const labelNames = ['method', 'route', 'status'] as const;
@@ -47,6 +48,15 @@ export function useMetrics(app: FastifyInstance, store: CatalogueStore, streams:
     help: 'Time from receiving a request to finishing its answer.',
     buckets: LATENCY_BUCKETS,
     registry,
+  });
+  new Counter({
+    name: 'http_requests_answered_before_routing_total',
+    help: 'Of the answered requests, those answered with a kept answer before routing (at LOG_LEVEL warn and above, without RATE_LIMIT).',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(hits.answered);
+    },
   });
   new Gauge({
     name: 'db_pool_connections',
@@ -89,16 +99,26 @@ export function useMetrics(app: FastifyInstance, store: CatalogueStore, streams:
     });
   }
 
-  // A callback hook: an async one costs a promise per request for no waiting.
-  app.addHook('onResponse', (request, reply, done) => {
-    const route = request.routeOptions.url ?? 'unmatched';
-    const key = `${request.method} ${reply.statusCode} ${route}`;
+  const seriesOf = (method: string, status: number, route: string) => {
+    const key = `${method} ${status} ${route}`;
     let series = counted.get(key);
     if (series === undefined) {
-      const labels = { method: request.method, route, status: String(reply.statusCode) };
+      const labels = { method, route, status: String(status) };
       series = { labels, count: 0, latency: latency.series(labels) };
       counted.set(key, series);
     }
+    return series;
+  };
+  const counterOf = (method: string, status: number, route: string) => {
+    const series = seriesOf(method, status, route);
+    return (seconds: number): void => {
+      series.count += 1;
+      latency.observe(series.latency, seconds);
+    };
+  };
+  // A callback hook: an async one costs a promise per request for no waiting.
+  app.addHook('onResponse', (request, reply, done) => {
+    const series = seriesOf(request.method, reply.statusCode, request.routeOptions.url ?? 'unmatched');
     series.count += 1;
     latency.observe(series.latency, reply.elapsedTime / 1000);
     done();
@@ -110,7 +130,17 @@ export function useMetrics(app: FastifyInstance, store: CatalogueStore, streams:
       handler: async (_request, reply) => reply.type(registry.contentType).send(await (workerGroup === undefined ? registry.metrics() : workersMetrics(workerGroup))),
     },
   });
-  return () => registry.getMetricsAsJSON();
+  return { figures: () => registry.getMetricsAsJSON(), counterOf };
+}
+
+export interface AnswerMetrics {
+  /** This process's own figures, as prom-client's JSON. */
+  figures(): Promise<unknown>;
+  /**
+   * Counts answers written outside Fastify's hooks (kept-hits.ts) into the series of their method,
+   * status and route, found once: the function counts one answer and its seconds.
+   */
+  counterOf(method: string, status: number, route: string): (seconds: number) => void;
 }
 
 /** Every worker's figures, or a 503 naming the worker that did not give its own: never a partial sum. */

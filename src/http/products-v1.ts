@@ -16,6 +16,7 @@ import { ProductListSchema } from './schemas.js';
 import { productWire } from './wire.js';
 import { FILTER_QUERY, hasFilter, productFilter } from './filters.js';
 import { requestAddress } from './request-address.js';
+import type { KeptHits } from './kept-hits.js';
 
 /** Rows fetched per query while the whole list is streamed. */
 const LIST_BATCH = 2_000;
@@ -48,12 +49,17 @@ const KEPT_ENTRIES = 100_000;
 
 export interface ProductsV1Options {
   readonly store: CatalogueStore;
+  /** Where the lists and products kept are answered from before routing. */
+  readonly hits: KeptHits;
 }
 
 /** v1: the whole catalogue in one array, one product by `pk`, and creation. */
-export async function productsV1(app: FastifyInstance, { store }: ProductsV1Options): Promise<void> {
+export async function productsV1(app: FastifyInstance, { store, hits }: ProductsV1Options): Promise<void> {
   const lists = new CachedAnswers(store, LISTS_KEPT_BYTES, KEPT_ENTRIES);
   const details = new CachedAnswers(store, DETAIL_CACHE_BYTES, KEPT_ENTRIES);
+  // The keys the routes below keep their answers under.
+  hits.add({ route: '/api/v1/shop/products', answers: lists, keyOf: ({ url }) => url });
+  hits.add({ route: '/api/v1/shop/product/:pk', answers: details, keyOf: ({ param }) => String(parsePk(param)) });
 
   resource(app, '/api/v1/shop/products', {
     GET: {

@@ -14,7 +14,8 @@ import { resource } from './resource.js';
 import { CachedAnswers, serializeOk } from './cached-answers.js';
 import { ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
 import type { PageWire } from './schemas.js';
-import { linkedAnswerKey, requestAddress, type RequestAddress } from './request-address.js';
+import { linkedAnswerKey, linkedHitKey, requestAddress, type RequestAddress } from './request-address.js';
+import type { KeptHits } from './kept-hits.js';
 import { pageItemWire } from './wire.js';
 import { FILTER_PARAMETERS, hasFilter, productFilter } from './filters.js';
 import type { FieldErrors } from '../catalogue/product.js';
@@ -25,6 +26,8 @@ const PAGE_CACHE_ENTRIES = 20_000;
 
 export interface ProductsV2Options {
   readonly store: CatalogueStore;
+  /** Where the pages kept are answered from before routing. */
+  readonly hits: KeptHits;
   readonly pagination: Pagination;
   readonly pageSize: number;
   readonly maxLimit: number;
@@ -60,6 +63,7 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
   // Serialized pages of the current generation, keyed by the whole address (every query parameter,
   // filters included): a hit needs no database work.
   const pages = new CachedAnswers(store, PAGE_CACHE_BYTES, PAGE_CACHE_ENTRIES);
+  options.hits.add({ route: '/api/v2/shop/products', answers: pages, keyOf: linkedHitKey });
 
   resource(app, '/api/v2/shop/products', {
     GET: {

@@ -1,4 +1,6 @@
+import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { HitTarget } from './kept-hits.js';
 import type { FieldErrors } from '../catalogue/product.js';
 import { HttpProblem } from './problem.js';
 
@@ -42,7 +44,8 @@ export function useHostCheck(app: FastifyInstance): void {
   });
 }
 
-function countHeader(rawHeaders: readonly string[], name: string): number {
+/** How many times a request carries the header `name` (lower case). */
+export function countHeader(rawHeaders: readonly string[], name: string): number {
   let count = 0;
   for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.toLowerCase() === name) count += 1;
   return count;
@@ -107,6 +110,15 @@ function decodes(text: string): boolean {
  */
 export function linkedAnswerKey(request: FastifyRequest): string | undefined {
   return request.headers.host === undefined || !request.url.startsWith('/') ? undefined : `${linkBase(request)}${request.url}`;
+}
+
+/**
+ * `linkedAnswerKey` of a request read before routing (kept-hits.ts): the same key where the links are
+ * written with the `Host` as sent; `undefined` where a proxy's `X-Forwarded-*` may have a say in them.
+ */
+export function linkedHitKey(target: HitTarget, request: IncomingMessage): string | undefined {
+  const { headers } = request;
+  return headers['x-forwarded-host'] === undefined && headers['x-forwarded-proto'] === undefined ? `${target.base}${target.url}` : undefined;
 }
 
 /**

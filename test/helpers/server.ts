@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { loadConfig, type Config, type DatabaseLocation } from '../../src/config.js';
 import { openStore, type StoreOptions } from '../../src/storage/open-store.js';
@@ -38,6 +38,8 @@ export interface ServerOptions {
    * runs its servers as workers. So does a server with `wrapStore` or `refuseWhenOverloaded`.
    */
   readonly inProcess?: boolean;
+  /** The app's logger (Fastify's setting); none unless told. A server with one runs in the test's process. */
+  readonly logger?: FastifyServerOptions['logger'];
 }
 
 /**
@@ -47,14 +49,14 @@ export interface ServerOptions {
 export async function startServer(location: DatabaseLocation, env: Record<string, string> = {}, options: ServerOptions = {}): Promise<RunningServer> {
   // The page and the contract the app serves are read from the build.
   await ensureBuild();
-  const inProcess = options.inProcess === true || options.wrapStore !== undefined || options.refuseWhenOverloaded === true;
+  const inProcess = options.inProcess === true || options.wrapStore !== undefined || options.refuseWhenOverloaded === true || options.logger !== undefined;
   const inMemory = location.kind === 'sqlite' && location.path === ':memory:';
   if (TEST_WORKERS !== '1' && !inProcess && !inMemory) return startWorkers(location, env, options);
   const config = loadConfig({ ...env });
   const store = await openStore(location, { ...options.storeOptions, poolMax: config.dbPoolMax, writeWaitMs: config.writeWaitMs });
   // The suite's own work pauses the event loop it shares with the service: that is no overload.
   const refuseWhenOverloaded = options.refuseWhenOverloaded ?? false;
-  const app = await buildApp({ config, store: options.wrapStore?.(store) ?? store, refuseWhenOverloaded });
+  const app = await buildApp({ config, store: options.wrapStore?.(store) ?? store, refuseWhenOverloaded, logger: options.logger ?? false });
   const audit = auditResponses(app);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;

@@ -30,11 +30,11 @@ export function closeConnectionsOnStop(server: Server): { stopping(): void } {
     const socket = request.socket;
     const answers = answersOf(socket);
     answers.add(response);
-    const settle = (): void => {
+    // An answer closes once written in full (Node emits it right after 'finish') or cut short: one
+    // listener, not one for each, as it runs for every request.
+    response.on('close', () => {
       if (answers.delete(response) && stopping) closeWhenOwingNothing(socket, answers);
-    };
-    response.once('finish', settle);
-    response.once('close', settle);
+    });
     if (stopping) closeWhenOwingNothing(socket, answers);
   });
   return {
