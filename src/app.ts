@@ -51,7 +51,7 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   const allowedHeaders = ['Content-Type', 'Idempotency-Key', 'Last-Event-ID'];
   if (config.apiToken !== undefined) allowedHeaders.push('Authorization');
   const answerHeaders = new AnswerHeaders({ origin: config.corsOrigin, allowedHeaders });
-  const hits = new KeptHits();
+  const hits = new KeptHits({ maxParamLength: MAX_PARAM_LENGTH });
   const app = Fastify({
     logger,
     // Kept answers are written from the server's listener, ahead of Fastify (kept-hits.ts).
@@ -59,7 +59,7 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
     bodyLimit: BODY_LIMIT_BYTES,
     // A longer path parameter does not reach its route: Fastify's not-found answers it, saying the path
     // is not valid. 200 lets any pk a client could mean (and far more) get the product route's own 404.
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     trustProxy: trustProxySetting(config.trustProxy),
     genReqId: requestId,
     ...connectionRefusals(answerHeaders),
@@ -130,6 +130,9 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   }
   return app;
 }
+
+/** A longer path parameter reaches no route: see the router's options below. */
+const MAX_PARAM_LENGTH = 200;
 
 /** Levels at which Fastify logs every request (`incoming request`, `request completed`). */
 const REQUEST_LOG_LEVELS: ReadonlySet<string> = new Set(['info', 'debug', 'trace']);

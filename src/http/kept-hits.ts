@@ -60,8 +60,9 @@ const BODY_OR_EXPECTATION = ['content-length', 'transfer-encoding', 'expect'] as
  * under the key the route itself uses, in the form `CachedAnswers` chooses (coding, ETag, 304), with
  * the headers every answer carries (`AnswerHeaders`), counted in the route's metrics. It takes only
  * what it can answer exactly as the route would; every other request goes to Fastify as it came:
- * - not GET, an absolute-form target, a path that is not exactly a route's, a key the route would not
- *   use (`keyOf`), nothing kept, a coded form not yet made;
+ * - not GET, an absolute-form target, a path that is not exactly a route's (a parameter longer than
+ *   the router takes is none), a key the route would not use (`keyOf`), nothing kept, a coded form
+ *   not yet made;
  * - a request that carries a body or `Expect`, or whose `Host` the Host check would refuse or which
  *   has none (HTTP/1.0), whose links would then use the local address;
  * - a request pipelined behind an answer not yet written (`response.socket` is null until the answers
@@ -76,9 +77,15 @@ export class KeptHits {
   /** Routes that end in a parameter, by the path before it (`/api/v1/shop/product/`). */
   readonly #withParam = new Map<string, CountedRoute>();
   #settings: HitSettings | undefined;
+  readonly #maxParamLength: number;
   #answered = 0;
   /** The last `Host` found valid: clients send the same one request after request. */
   #validHost = '';
+
+  /** `maxParamLength`: the router's, past which a path parameter reaches no route (Fastify answers 404). */
+  constructor({ maxParamLength }: { readonly maxParamLength: number }) {
+    this.#maxParamLength = maxParamLength;
+  }
 
   /** Makes a route's kept answers reachable from the listener (once `serve` is called). */
   add(route: HitRoute): void {
@@ -137,7 +144,7 @@ export class KeptHits {
       const slash = path.lastIndexOf('/');
       hit = this.#withParam.get(path.slice(0, slash + 1));
       param = path.slice(slash + 1);
-      if (hit === undefined || param === '') return false;
+      if (hit === undefined || param === '' || param.length > this.#maxParamLength) return false;
     }
     const { headers } = request;
     const host = headers.host;
@@ -151,15 +158,17 @@ export class KeptHits {
 
     const fields = settings.answerHeaders.fields(requestId(request), headers.origin);
     if (form.variesByEncoding) fields.Vary = fields.Vary === undefined ? 'Accept-Encoding' : `${fields.Vary}, Accept-Encoding`;
-    fields.ETag = form.etag;
     if (notModified(headers['if-none-match'], form.etag)) {
+      fields.ETag = form.etag;
       response.writeHead(304, fields);
       response.end();
       this.#answered += 1;
       hit.notModified((performance.now() - started) / 1000);
       return true;
     }
+    // In the order the route writes them.
     if (form.coding !== undefined) fields['Content-Encoding'] = form.coding;
+    fields.ETag = form.etag;
     fields['Content-Type'] = 'application/json; charset=utf-8';
     fields['Content-Length'] = String(form.length);
     response.writeHead(200, fields);

@@ -104,6 +104,9 @@ describeEachStore('kept answers written before routing', { env: false }, (ctx) =
     assert.equal((await send(url, { headers: { Expect: '100-continue' } })).status, 200);
     assert.equal((await send(`${url}/`)).status, 200);
     assert.equal((await send(`${server.url}/api/v1/shop/product/%31`)).status, 200);
+    // Longer than the router takes a parameter: no route's, a 404, however it reads as a pk.
+    assert.equal((await send(`${server.url}/api/v1/shop/product/${'0'.repeat(200)}${product.pk}`)).status, 404);
+    assert.equal((await send(`${server.url}/api/v1/shop/product/${'0'.repeat(199)}${product.pk}`)).status, 200);
     // A page's links name the host a proxy may have said: the route decides.
     const forwarded = await send(`${server.url}/api/v2/shop/products?limit=1`, { headers: { 'X-Forwarded-Host': 'shop.example' } });
     assert.equal(forwarded.status, 200);
@@ -119,7 +122,8 @@ describeEachStore('kept answers written before routing', { env: false }, (ctx) =
     // An absolute-form target names its host itself.
     const absolute = await rawExchange(server.url, `GET http://127.0.0.1:${port}${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`);
     assert.match(absolute, /^HTTP\/1\.1 200 /);
-    assert.equal(await answeredEarly(server), before, 'none of them was answered before routing');
+    // The one above at 200 characters is a product's address like any other.
+    assert.equal(await answeredEarly(server), before + 1, 'none of the others was answered before routing');
   });
 
   it('serves a read pipelined behind a create after the create, with the product', async (t) => {
@@ -133,6 +137,20 @@ describeEachStore('kept answers written before routing', { env: false }, (ctx) =
     const [, second = ''] = answers.split(/(?=HTTP\/1\.1 )/);
     assert.match(second, /^HTTP\/1\.1 200 /);
     assert.match(second, /"name":"Pipelined"/);
+  });
+
+  it('answers requests pipelined behind a kept answer before refusing the bytes after them that are no request', async (t) => {
+    const server = await serverFor(ctx, t);
+    const products = [await createProduct(server.url), await createProduct(server.url)];
+    await untilNoticesHeard(server);
+    const path = (pk: number): string => `/api/v1/shop/product/${pk}`;
+    await send(`${server.url}${path(products[0]!.pk)}`);
+    const get = (pk: number): string => `GET ${path(pk)} HTTP/1.1\r\nHost: x\r\n\r\n`;
+    // One write: the first is answered at once, before routing, while the others are still read.
+    const raw = await rawExchange(server.url, `${get(products[0]!.pk)}${get(products[1]!.pk)}${get(products[0]!.pk)}GARBAGE\r\n\r\n`);
+    const statuses = [...raw.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => Number(match[1]));
+    assert.deepEqual(statuses, [200, 200, 200, 400], raw);
+    assert.deepEqual([...raw.matchAll(/"pk":(\d+)/g)].map((match) => Number(match[1])), [products[0]!.pk, products[1]!.pk, products[0]!.pk]);
   });
 
   it('answers every request through the routes where each must be logged or counted by the rate limit', async (t) => {

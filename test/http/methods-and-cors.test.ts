@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { describeEachStore } from '../helpers/each-store.js';
 import { send } from '../helpers/http.js';
 import { rawExchange } from '../helpers/raw-socket.js';
-import { listAll } from '../helpers/products.js';
+import { createProduct, listAll } from '../helpers/products.js';
 import { startFreshServer, type RunningServer } from '../helpers/server.js';
 import { sqlite } from '../helpers/stores.js';
 
@@ -81,6 +81,18 @@ describeEachStore('methods and CORS', (ctx) => {
       const answer = await connect(target);
       assert.equal(answer.status, 404, target);
       assert.equal(answer.body.detail, `There is nothing at CONNECT ${target}.`);
+    }
+    assert.equal((await send(`${ctx.server.url}/healthz`)).status, 200);
+  });
+
+  it('answers a CONNECT pipelined behind other requests after their answers, and serves on', async () => {
+    const product = await createProduct(ctx.server.url);
+    const get = (path: string): string => `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`;
+    for (const ahead of [[get('/healthz')], [get(`/api/v1/shop/product/${product.pk}`), get('/healthz')]]) {
+      // One write: the CONNECT's head arrives while the answers ahead of it are still owed.
+      const raw = await rawExchange(ctx.server.url, `${ahead.join('')}CONNECT /api/v1/shop/products HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+      const statuses = [...raw.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => Number(match[1]));
+      assert.deepEqual(statuses, [...ahead.map(() => 200), 405], raw);
     }
     assert.equal((await send(`${ctx.server.url}/healthz`)).status, 200);
   });

@@ -1,7 +1,8 @@
 import { type IncomingMessage, METHODS } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { answerOnBareSocket } from './node-internals.js';
+import { answerBeingWritten, answerOnBareSocket } from './node-internals.js';
+import { afterOwedAnswers } from './parser-refusals.js';
 
 /**
  * Routes every method Node's HTTP parser lets through, so that each route can answer 405 to all of
@@ -19,9 +20,22 @@ export function useEveryMethod(app: FastifyInstance): void {
   app.server.on('connect', (request: IncomingMessage, socket: Socket) => {
     // Node no longer watches the socket: an error on it must not end the process.
     socket.on('error', () => socket.destroy());
-    const response = answerOnBareSocket(request, socket);
-    response.shouldKeepAlive = false;
-    response.once('finish', () => socket.destroySoon());
-    app.server.emit('request', request, response);
+    const answer = (): void => {
+      if (socket.destroyed) return;
+      try {
+        const response = answerOnBareSocket(request, socket);
+        response.shouldKeepAlive = false;
+        response.once('finish', () => socket.destroySoon());
+        app.server.emit('request', request, response);
+      } catch {
+        // Whatever Node's internals do next, a client's bytes must never end the process.
+        socket.destroy();
+      }
+    };
+    // Requests pipelined ahead of the CONNECT are owed their answers first: the socket is the
+    // CONNECT's once they have finished (Node hands it from one answer to the next as each finishes).
+    const before = answerBeingWritten(socket);
+    if (before === undefined) answer();
+    else afterOwedAnswers(socket, before, answer);
   });
 }

@@ -40,8 +40,10 @@ export function clientErrorHandler(headers: AnswerHeaders): (error: ParserError,
       socket.destroy();
     };
     // Only a request received in full is owed its answer first; an error about the request itself
-    // (its body too slow, say) is the answer.
-    if (pending === undefined || pending.writableFinished || !pending.req.complete) {
+    // (its body too slow, say) is the answer. An answer still on the socket has not run its 'finish',
+    // even when its bytes are all written (an answer ended at once, kept-hits.ts): the pipelined
+    // answers behind it are handed the socket only then, so the refusal waits for it too.
+    if (pending === undefined || !pending.req.complete) {
       refuse();
       return;
     }
@@ -56,7 +58,7 @@ export function clientErrorHandler(headers: AnswerHeaders): (error: ParserError,
  * and each answer of a pipelined request received in full behind it, which Node hands the socket
  * when the one before it finishes.
  */
-function afterOwedAnswers(socket: Socket, answer: ServerResponse, then: () => void): void {
+export function afterOwedAnswers(socket: Socket, answer: ServerResponse, then: () => void): void {
   let done = false;
   const next = (): void => {
     if (done) return;
