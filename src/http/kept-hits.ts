@@ -134,6 +134,8 @@ export class KeptHits {
   #answer(request: IncomingMessage, response: ServerResponse): boolean {
     const settings = this.#settings;
     if (settings === undefined || request.method !== 'GET' || response.socket === null) return false;
+    // Timed to the end of `end()`, which hands the bytes to the socket: waiting for 'finish' would cost
+    // a listener per answer, and a kept answer is written whole at once.
     const started = performance.now();
     const url = request.url ?? '';
     const query = url.indexOf('?');
