@@ -48,8 +48,8 @@ interface ServerSettings {
   readonly connectionTimeout?: number;
 }
 
-/** Request headers whose presence asks for more than a kept answer: a body, an expectation. */
-const BODY_OR_EXPECTATION = ['content-length', 'transfer-encoding', 'expect'] as const;
+/** Request headers whose presence asks for more than a kept answer: a body, an expectation, another protocol. */
+const ASKING_MORE = ['content-length', 'transfer-encoding', 'expect', 'upgrade'] as const;
 
 /**
  * Answers a GET whose answer is kept (a product, a page, a list, unchanged since it was read) from the
@@ -63,7 +63,7 @@ const BODY_OR_EXPECTATION = ['content-length', 'transfer-encoding', 'expect'] as
  * - not GET, an absolute-form target, a path that is not exactly a route's (a parameter longer than
  *   the router takes is none), a key the route would not use (`keyOf`), nothing kept, a coded form
  *   not yet made;
- * - a request that carries a body or `Expect`, or whose `Host` the Host check would refuse or which
+ * - a request that carries a body, `Expect` or `Upgrade`, or whose `Host` the Host check would refuse or which
  *   has none (HTTP/1.0), whose links would then use the local address;
  * - a request pipelined behind an answer not yet written (`response.socket` is null until the answers
  *   before it are out), which the pipelined order may hold back;
@@ -151,7 +151,7 @@ export class KeptHits {
     const { headers } = request;
     const host = headers.host;
     if (host === undefined || !this.#isValidHost(host) || countHeader(request.rawHeaders, 'host') !== 1) return false;
-    for (const name of BODY_OR_EXPECTATION) if (headers[name] !== undefined) return false;
+    for (const name of ASKING_MORE) if (headers[name] !== undefined) return false;
     if (settings.underPressure()) return false;
     const key = hit.keyOf({ url, param, base: `http://${host}` }, request);
     if (key === undefined) return false;

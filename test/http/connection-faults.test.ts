@@ -71,6 +71,31 @@ describeEachStore('what a connection carries besides one request', (ctx) => {
     assert.ok((changes as { changes: Array<{ pk: number }> }).changes.some((change) => change.pk === pk), 'the change feed behind the create holds it');
   });
 
+  it('serves 30 reads pipelined behind one create after it, without a listener each on the create\'s answer', async () => {
+    const barcode = uniqueBarcode();
+    const body = `{"name": "Many behind", "barcode": "${barcode}", "price": "1.00"}`;
+    const get = `GET /api/v1/shop/products?barcode=${barcode} HTTP/1.1\r\nHost: shop.example\r\n\r\n`;
+    // Node warns from an answer's 11th listener; heard here where the server runs in this process.
+    const warnings: string[] = [];
+    const hear = (warning: Error): void => void warnings.push(`${warning.name}: ${warning.message}`);
+    process.on('warning', hear);
+    try {
+      const raw = await rawExchange(
+        ctx.server.url,
+        `POST /api/v1/shop/product/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}` + get.repeat(30),
+        5000,
+        true,
+      );
+      assert.deepEqual(statusLines(raw), ['HTTP/1.1 201 Created', ...Array<string>(30).fill('HTTP/1.1 200 OK')]);
+      assert.equal(raw.split('"Many behind"').length - 1, 31, 'every read sees the product');
+      // Warnings are emitted on the next tick.
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', hear);
+    }
+    assert.deepEqual(warnings.filter((warning) => warning.startsWith('MaxListenersExceededWarning')), []);
+  });
+
   it('answers a create whose client half-closed right after the request, and the product is stored', async () => {
     const barcode = uniqueBarcode();
     const body = `{"name": "Half closed", "barcode": "${barcode}", "price": "1.25"}`;

@@ -97,6 +97,25 @@ describeEachStore('methods and CORS', (ctx) => {
     assert.equal((await send(`${ctx.server.url}/healthz`)).status, 200);
   });
 
+  it('answers a request asking to switch protocols as any request, and ends the connection after it', async () => {
+    const product = await createProduct(ctx.server.url);
+    const path = `/api/v1/shop/product/${product.pk}`;
+    for (const upgrade of ['Connection: Upgrade\r\nUpgrade: websocket', 'Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA']) {
+      // Behind it in the same write, a request Node's parser will not read: the close says so at once,
+      // instead of the connection idling until its limit (rawExchange fails on 5 s of silence).
+      const raw = await rawExchange(ctx.server.url, `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${upgrade}\r\n\r\nGET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+      assert.match(raw, /^HTTP\/1\.1 200 /, upgrade);
+      assert.match(raw, /\r\nconnection: close\r\n/i, upgrade);
+      assert.match(raw, new RegExp(`"pk":${product.pk}`));
+    }
+    // Twice, so that the second finds the product's answer kept.
+    for (let i = 0; i < 2; i += 1) {
+      const answer = await send(`${ctx.server.url}${path}`, { headers: { Connection: 'Upgrade', Upgrade: 'websocket' } });
+      assert.equal(answer.status, 200);
+      assert.equal(answer.headers.connection, 'close');
+    }
+  });
+
   it('answers OPTIONS on a path that is no route with 404', async () => {
     const res = await send(`${ctx.server.url}/api/v1/nothing`, { method: 'OPTIONS' });
     assert.equal(res.status, 404);

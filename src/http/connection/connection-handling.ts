@@ -7,10 +7,11 @@ import { finishAnswersAfterClientEnds } from './node-internals.js';
 import { clientErrorHandler, frameworkErrors } from './parser-refusals.js';
 import { usePipelinedOrder } from './pipelined-order.js';
 import { useUnreadBodyLimit } from './unread-bodies.js';
+import { useUpgradeIgnored } from './upgrade.js';
 
 // What happens below the routes, on the connection: requests Node's parser or Fastify's router refuse
 // before any route sees them, the order of pipelined requests, every method and CONNECT, `Expect`,
-// bodies nobody reads, a client that ends its side early; and, in stop.ts, the stop. Routes never deal with any of it.
+// `Upgrade`, bodies nobody reads, a client that ends its side early; and, in stop.ts, the stop. Routes never deal with any of it.
 
 /** Fastify's options for the refusals made before any route runs, each a problem document with the headers every answer carries. */
 export function connectionRefusals(headers: AnswerHeaders): Pick<FastifyServerOptions, 'frameworkErrors' | 'clientErrorHandler'> {
@@ -24,4 +25,5 @@ export function useConnectionHandling(app: FastifyInstance, headers: AnswerHeade
   useEveryMethod(app);
   useUnreadBodyLimit(app);
   useExpectations(app, headers, JSON_MEDIA_TYPE, BODY_LIMIT_BYTES);
+  useUpgradeIgnored(app);
 }

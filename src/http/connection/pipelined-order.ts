@@ -38,13 +38,29 @@ export function usePipelinedOrder(app: FastifyInstance): void {
     answers.last = response;
     if (!safe) answers.lastWrite = response;
     if (before === undefined || before === response || before.writableFinished || before.destroyed) return done();
-    let waited = false;
-    const go = (): void => {
-      if (waited) return;
-      waited = true;
-      done();
-    };
-    before.once('finish', go);
-    before.once('close', go);
+    afterAnswer(before, () => done());
   });
+}
+
+/** Per answer others wait for, what each of them will do once it is written: one listener, however many wait. */
+const waiting = new WeakMap<ServerResponse, Array<() => void>>();
+
+/**
+ * Calls `then` once `answer` has been written or given up. Every request pipelined behind a write
+ * waits for the same answer: a listener each would pass Node's limit (a warning from the 11th on).
+ */
+function afterAnswer(answer: ServerResponse, then: () => void): void {
+  const queued = waiting.get(answer);
+  if (queued !== undefined) {
+    queued.push(then);
+    return;
+  }
+  waiting.set(answer, [then]);
+  const release = (): void => {
+    const waiters = waiting.get(answer);
+    waiting.delete(answer);
+    for (const waiter of waiters ?? []) waiter();
+  };
+  answer.once('finish', release);
+  answer.once('close', release);
 }
