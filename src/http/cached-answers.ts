@@ -77,12 +77,9 @@ export class CachedAnswers {
    * to be made. Then `answer` is the way.
    */
   formNow(key: string, acceptEncoding: string | undefined): KeptForm | undefined {
-    const generation = this.#store.cacheGeneration();
-    if (typeof generation !== 'number') {
-      // Asked here only to be asked again by `answer`: nothing waits for it.
-      generation.catch(() => undefined);
-      return undefined;
-    }
+    // Nothing is asked of the database here: `answer` asks it once, where it must.
+    const generation = this.#store.cacheGenerationNow();
+    if (generation === undefined) return undefined;
     const kept = this.#cache.get(generation, key);
     if (kept === undefined) return undefined;
     const form = formFor(kept, acceptEncoding);

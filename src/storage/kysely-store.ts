@@ -43,9 +43,14 @@ export class KyselyCatalogueStore implements CatalogueStore {
     this.#notices = notices;
   }
 
-  cacheGeneration(): number | Promise<number> {
+  cacheGenerationNow(): number | undefined {
     const seen = this.#changes?.current();
-    if (seen !== undefined) return this.#observe(seen + (this.#notices?.heard() ?? 0));
+    return seen === undefined ? undefined : this.#observe(seen + (this.#notices?.heard() ?? 0));
+  }
+
+  cacheGeneration(): number | Promise<number> {
+    const now = this.cacheGenerationNow();
+    if (now !== undefined) return now;
     // Revisions are kept apart from the signal's numbers (negative), so that switching between the two
     // always counts as a change.
     return this.describeCatalogue().then(({ revision }) => this.#observe(-1 - revision));

@@ -52,6 +52,12 @@ export interface CatalogueStore {
   cacheGeneration(): number | Promise<number>;
 
   /**
+   * `cacheGeneration()` when no query is needed to know it, else `undefined` (and nothing is asked of
+   * the database): for answers that go another way when it is not known at once.
+   */
+  cacheGenerationNow(): number | undefined;
+
+  /**
    * Up to `limit` products after skipping `offset`, in `pk` order, with the count and revision of the
    * same snapshot. The offset is resolved through the `pk` index: when pks are dense (no gaps), in
    * constant time, otherwise by walking the index only.
