@@ -98,6 +98,8 @@ export interface DialectMigrations {
   readonly changeFeed: Migration;
   /** 0009: the trigram index rewritten only for a folded name that changed. */
   readonly searchIndexOnChange: Migration;
+  /** 0010: the trigram index taking its trigrams across words, where 0005's took them word by word. */
+  readonly searchAcrossWords: Migration;
   /** The schema holding Kysely's bookkeeping tables, or `undefined` where the database has one. */
   migrationTableSchema(db: Kysely<unknown>): Promise<string | undefined>;
 }
@@ -146,6 +148,11 @@ export interface FilterSource {
   readonly count: RawBuilder<unknown>;
   /** Whether every folded name is read: the text is too short for a trigram index. */
   readonly readsEveryName: boolean;
+  /**
+   * Where set, a page of matches that are many (dense in pk order) is read by walking `product` in pk
+   * order and checking each row until the page is full, instead of reading and sorting every match.
+   */
+  readonly walk?: { readonly where: RawBuilder<boolean>; readonly order: RawBuilder<number> };
 }
 
 /**

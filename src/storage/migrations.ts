@@ -172,6 +172,13 @@ function migrationsFor(dialect: StoreDialect): Record<string, Migration> {
       up: (db: Kysely<unknown>) => own.searchIndexOnChange.up(db),
       down: async (db: Kysely<unknown>) => own.searchIndexOnChange.down?.(db),
     },
+    '0010_search_across_words': {
+      // The trigram index narrows a search for text across words (`a 0`, `e gour`) as well, where the
+      // database's index took its trigrams word by word (PostgreSQL) and such a search read nearly
+      // every name.
+      up: (db: Kysely<unknown>) => own.searchAcrossWords.up(db),
+      down: async (db: Kysely<unknown>) => own.searchAcrossWords.down?.(db),
+    },
   };
 }
 

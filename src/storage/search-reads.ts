@@ -10,6 +10,29 @@ import { countPendingNames, filterSource, FOLD_BATCH, foldNameBatch } from './se
 import type { StoreContext } from './store-context.js';
 import type { ProductPage } from './store.js';
 
+/**
+ * The join giving the page `offset`, `limit` of `source`'s matches, as rows `p`, beside the state row `s`
+ * and the count `c`. With a way to walk the matches in pk order, the count chooses how: the walk reads
+ * about (offset + limit) * products / matches rows, sorting reads every match, so the walk is taken
+ * when that is fewer (matches² > (offset + limit) * products). The branch not taken is not run.
+ */
+function pageOfMatches(source: FilterSource, offset: number, limit: number): RawBuilder<unknown> {
+  if (source.walk === undefined) {
+    return sql`LEFT JOIN (
+      SELECT ${PRODUCT_SELECT} FROM ${source.from}
+      WHERE ${source.where} ORDER BY ${source.order} LIMIT ${limit} OFFSET ${offset}
+    ) p ON 1 = 1`;
+  }
+  const walked = sql<boolean>`c.match_count * c.match_count > ${offset + limit} * s.product_count`;
+  return sql`LEFT JOIN LATERAL (
+    (SELECT ${PRODUCT_SELECT} FROM ${source.from}
+     WHERE ${walked} AND ${source.walk.where} ORDER BY ${source.walk.order} LIMIT ${limit} OFFSET ${offset})
+    UNION ALL
+    (SELECT ${PRODUCT_SELECT} FROM ${source.from}
+     WHERE NOT ${walked} AND ${source.where} ORDER BY ${source.order} LIMIT ${limit} OFFSET ${offset})
+  ) p ON true`;
+}
+
 /** Reads in pieces a search makes, each spoilt by a write, before it reads in one statement instead. */
 const PIECED_ATTEMPTS = 3;
 
@@ -45,10 +68,7 @@ export class SearchReads {
           SELECT c.match_count AS product_count, s.revision, p.pk, p.name, p.barcode, p.price_cents
           FROM (${sql.raw(STATE_ROW)}) s
           CROSS JOIN (SELECT count(*) AS match_count FROM ${source.count}) c
-          LEFT JOIN (
-            SELECT ${PRODUCT_SELECT} FROM ${source.from}
-            WHERE ${source.where} ORDER BY ${source.order} LIMIT ${limit} OFFSET ${offset}
-          ) p ON 1 = 1
+          ${pageOfMatches(source, offset, limit)}
           ORDER BY p.pk`.execute(this.#context.db);
         return pageOf(rows);
       },

@@ -2,6 +2,7 @@ import { sql, type Kysely, type Migration } from 'kysely';
 import { MAX_PRICE_CENTS } from '../../catalogue/price.js';
 import type { DialectMigrations } from '../dialect.js';
 import { STATE_SLOTS } from '../schema.js';
+import { INDEXED_NAME } from './search.js';
 
 /** What PostgreSQL's migrations write in its own SQL; the steps are storage/migrations.ts. */
 export const postgresMigrations: DialectMigrations = {
@@ -55,6 +56,26 @@ export const postgresMigrations: DialectMigrations = {
   },
   // Nothing to write: an update that leaves every indexed value as it was writes no index entry (HOT).
   searchIndexOnChange: { up: async () => undefined, down: async () => undefined },
+  searchAcrossWords: {
+    async up(db) {
+      const trgm = quoteIdentifier(await trigramSchema(db));
+      await run(db, [
+        `CREATE INDEX product_name_folded_joined_trgm ON product USING gin ((${INDEXED_NAME}) ${trgm}.gin_trgm_ops)`,
+        'DROP INDEX product_name_folded_trgm',
+        // The planner knows how many names a pattern matches over the new expression only from its
+        // statistics, which autovacuum gathers only once enough rows change: a catalogue that seldom
+        // changes would be searched with the guess of a few rows for every term.
+        'ANALYZE product',
+      ]);
+    },
+    async down(db) {
+      const trgm = quoteIdentifier(await trigramSchema(db));
+      await run(db, [
+        `CREATE INDEX product_name_folded_trgm ON product USING gin (name_folded ${trgm}.gin_trgm_ops)`,
+        'DROP INDEX product_name_folded_joined_trgm',
+      ]);
+    },
+  },
   // Kysely looks for its bookkeeping tables in every schema unless told which one; another schema's
   // tables in the same database would then pass for this one's.
   migrationTableSchema: currentSchema,

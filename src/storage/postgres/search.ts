@@ -1,7 +1,23 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { DialectSearch } from '../dialect.js';
 
-/** PostgreSQL's part of the product search: pg_trgm's index, which LIKE uses (migration 0005). */
+/**
+ * What the trigram index reads in place of each space of a folded name (migration 0010). pg_trgm takes
+ * its trigrams word by word, so over the folded name itself a term across words (`a 0`, `e gour`)
+ * narrows nothing: its trigrams are those of single letters, which nearly every name has. Over the
+ * name with its spaces replaced by a letter, the trigrams run across words as SQLite's FTS5 index's
+ * do. A name that holds the letter itself only makes the index hand over a few more rows, which the
+ * check of the folded name itself (`strpos`) then drops: answers stay exact.
+ */
+const SPACE_STAND_IN = 'q';
+
+/** The expression migration 0010 indexes; the planner uses the index only for this very expression. */
+export const INDEXED_NAME = `replace(name_folded, ' ', '${SPACE_STAND_IN}')`;
+
+/** A LIKE pattern matching any text that contains `text`, in which `%`, `_` and `\` are literal. */
+const containing = (text: string): string => `%${text.replace(/[\\%_]/g, '\\$&')}%`;
+
+/** PostgreSQL's part of the product search: pg_trgm's index over the names' words joined (migration 0010). */
 export const postgresSearch: DialectSearch = {
   foldedRow: (pk, name, folded) => sql`(cast(${String(pk)} as bigint), cast(${name} as text), cast(${folded} as text))`,
   pkParameter: String,
@@ -10,6 +26,11 @@ export const postgresSearch: DialectSearch = {
   // PostgreSQL would otherwise walk the pk index, reading every row until enough match: a full
   // scan for a rare name or a barcode. Sorting the few matches the index finds is cheaper.
   pkOrder: sql<number>`product.pk + 0`,
-  // A text too short for a trigram still uses LIKE, which then reads every folded name.
-  textSource: (text, short, plain) => plain(sql<boolean>`product.name_folded LIKE ${`%${text.replace(/[\\%_]/g, '\\$&')}%`}`, short),
+  textSource(text, short, plain) {
+    // A text too short for a trigram reads every folded name whatever the index.
+    if (short) return plain(sql<boolean>`product.name_folded LIKE ${containing(text)}`, true);
+    const exact: RawBuilder<boolean> = postgresSearch.contains(text);
+    const narrowed = sql<boolean>`${sql.raw(INDEXED_NAME)} LIKE ${containing(text.replaceAll(' ', SPACE_STAND_IN))} AND ${exact}`;
+    return { ...plain(narrowed, false), walk: { where: exact, order: sql<number>`product.pk` } };
+  },
 };
