@@ -6,7 +6,8 @@ import { migrateUpTo } from '../../src/storage/migrations.js';
 import { openDialect } from '../../src/storage/open-store.js';
 import type { CatalogueStore } from '../../src/storage/store.js';
 import { describeEachStore } from '../helpers/each-store.js';
-import { outsideSql } from '../helpers/outside-sql.js';
+import { postgres } from '../helpers/stores.js';
+import { outsideSql, withClient } from '../helpers/outside-sql.js';
 import { uniqueBarcode } from '../helpers/products.js';
 
 /**
@@ -77,3 +78,43 @@ describeEachStore('pages of a search', { env: false }, (ctx) => {
     assert.deepEqual(await names('y t'), ['Earl grey tea', 'Grey tea']);
   });
 });
+
+describeEachStore('the migration to trigrams across words', { env: false, stores: [postgres] }, (ctx) => {
+  it('waits for a writer of the version before it instead of ending in a deadlock', async (t) => {
+    const { location, open } = await ctx.freshDatabase(t);
+    if (location.kind !== 'postgres') return;
+    const dialect = openDialect(location, { poolMax: 1 }, 'migrate');
+    try {
+      await migrateUpTo(dialect, '0009_search_index_on_change');
+    } finally {
+      await dialect.close();
+    }
+    const insert = 'INSERT INTO product (name, name_folded, barcode, price_cents) VALUES ($1, $1, $2, 100)';
+    await outsideSql(location, insert, ['earl grey', uniqueBarcode()]);
+    await withClient(location.url, async (writer) => {
+      // A writer of the previous version in the middle of a transaction that has read the products:
+      // the migration waits for it, and its next write must not find the migration in its way.
+      await writer.query('BEGIN');
+      await writer.query('SELECT count(*) FROM product');
+      const migrated = open();
+      migrated.catch(() => undefined);
+      await until(async () => {
+        const [row] = await outsideSql<{ waiting: boolean }>(location, "SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.oid = 'product'::regclass AND NOT l.granted) AS waiting");
+        return row?.waiting === true;
+      });
+      await writer.query(insert, ['grey tea', uniqueBarcode()]);
+      await writer.query('COMMIT');
+      const store = await migrated;
+      assert.deepEqual((await store.readFilteredPage({ search: 'y t' }, 0, 10)).products.map((p) => p.name), ['grey tea']);
+      assert.equal((await store.describeCatalogue()).count, 2);
+    });
+  });
+});
+
+/** Resolves once `check` holds, asking every 20 ms for at most 10 s. */
+async function until(check: () => Promise<boolean>): Promise<void> {
+  for (const started = Date.now(); !(await check()); ) {
+    if (Date.now() - started > 10_000) throw new Error('the condition did not come about within 10 s');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

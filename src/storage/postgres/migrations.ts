@@ -60,6 +60,11 @@ export const postgresMigrations: DialectMigrations = {
     async up(db) {
       const trgm = quoteIdentifier(await trigramSchema(db));
       await run(db, [
+        // Dropping the old index needs this lock, and the migration's transaction keeps every lock it
+        // takes: building the new index first would hold a lock that blocks writers, then ask for this
+        // one behind a writer already waiting for the first, and PostgreSQL ends one of the two as a
+        // deadlock (an instance of the previous version taking writes meanwhile made every rollout fail).
+        'LOCK TABLE product IN ACCESS EXCLUSIVE MODE',
         `CREATE INDEX product_name_folded_joined_trgm ON product USING gin ((${INDEXED_NAME}) ${trgm}.gin_trgm_ops)`,
         'DROP INDEX product_name_folded_trgm',
         // The planner knows how many names a pattern matches over the new expression only from its
@@ -71,6 +76,7 @@ export const postgresMigrations: DialectMigrations = {
     async down(db) {
       const trgm = quoteIdentifier(await trigramSchema(db));
       await run(db, [
+        'LOCK TABLE product IN ACCESS EXCLUSIVE MODE',
         `CREATE INDEX product_name_folded_trgm ON product USING gin (name_folded ${trgm}.gin_trgm_ops)`,
         'DROP INDEX product_name_folded_joined_trgm',
       ]);
