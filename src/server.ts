@@ -113,9 +113,12 @@ async function main(): Promise<void> {
       process.exit(1);
     }, SHUTDOWN_GRACE_MS);
     timer.unref();
-    connections.stopping();
-    void app
-      .close()
+    void connections
+      .acceptPending()
+      .then(() => {
+        connections.stopping();
+        return app.close();
+      })
       .then(() => store.close())
       .then(
         () => process.exit(0),

@@ -126,6 +126,39 @@ describe('the server process', () => {
     assert.ok(!server.logs.some((entry) => /did not finish/.test(entry.msg ?? '')));
   });
 
+  it('on SIGTERM answers the requests of connections the kernel completed but the process had not yet taken', { timeout: 60_000 }, async (t) => {
+    const { location, drop } = await sqlite.create();
+    t.after(drop);
+    // One process: with workers the primary takes the connections, and its stop is its own.
+    const server = await spawnServer({ DATABASE_URL: databaseUrl(location), WORKERS: '1' });
+    t.after(() => {
+      server.process.kill('SIGCONT');
+      server.process.kill('SIGKILL');
+    });
+    const { hostname, port } = new URL(server.url);
+    // Frozen, the process accepts nothing: the connections wait in the kernel, their requests sent whole.
+    server.process.kill('SIGSTOP');
+    const sockets = await Promise.all(
+      Array.from({ length: 20 }, () => new Promise<ReturnType<typeof connect>>((resolve, reject) => {
+        const socket = connect(Number(port), hostname, () => resolve(socket));
+        socket.once('error', reject);
+      })),
+    );
+    const answers = sockets.map((socket) => new Promise<string>((resolve) => {
+      let text = '';
+      socket.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+      socket.once('close', () => resolve(text));
+      socket.once('error', () => undefined);
+      socket.write(`GET /healthz HTTP/1.1\r\nHost: ${server.url.slice(7)}\r\n\r\n`);
+    }));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    server.process.kill('SIGTERM');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    server.process.kill('SIGCONT');
+    for (const text of await Promise.all(answers)) assert.match(text, /^HTTP\/1\.1 200 [^]*\{"status":"ok"\}$/);
+    assert.deepEqual(await server.exited, { code: 0, signal: null });
+  });
+
   it('keeps every acknowledged product through a SIGKILL under concurrent writes', { timeout: 60_000 }, async (t) => {
     const { location, drop } = await sqlite.create();
     t.after(drop);

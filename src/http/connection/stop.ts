@@ -12,7 +12,7 @@ import { answerBeingWritten } from './node-internals.js';
  *
  * @example const connections = closeConnectionsOnStop(app.server); ...; connections.stopping(); await app.close();
  */
-export function closeConnectionsOnStop(server: Server): { stopping(): void } {
+export function closeConnectionsOnStop(server: Server): { acceptPending(): Promise<void>; stopping(): void } {
   /**
    * Per open connection, the answers it owes that Node does not show: those of requests pipelined
    * behind the answer being written, and once stopping, every one. The answer being written is Node's
@@ -36,7 +36,11 @@ export function closeConnectionsOnStop(server: Server): { stopping(): void } {
       if (answers.delete(response) && stopping) closeWhenOwingNothing(socket, answers);
     });
   };
-  server.on('connection', (socket: Socket) => void answersOf(socket));
+  let accepted = 0;
+  server.on('connection', (socket: Socket) => {
+    accepted += 1;
+    answersOf(socket);
+  });
   // Ahead of Fastify's own listener, so that no answer can be written before it is counted here.
   server.prependListener('request', (request, response: ServerResponse) => {
     // Node hands the socket at once to the answer of a request nothing is pipelined ahead of.
@@ -48,6 +52,21 @@ export function closeConnectionsOnStop(server: Server): { stopping(): void } {
     if (stopping) closeWhenOwingNothing(socket, answers);
   });
   return {
+    /**
+     * Resolves once two turns of the event loop have passed without a new connection, or after
+     * PENDING_ACCEPT_MS: the connections the kernel had completed when the stop came are accepted by
+     * then (Node takes about one a turn), and the requests they carried read, so that the stop owes
+     * them their answers. Closing the listening socket at once would have the kernel reset them,
+     * unanswered, though their requests were sent whole.
+     */
+    async acceptPending(): Promise<void> {
+      const until = Date.now() + PENDING_ACCEPT_MS;
+      for (let seen = -1; seen !== accepted && Date.now() < until; ) {
+        seen = accepted;
+        await nextTurn();
+        await nextTurn();
+      }
+    },
     stopping(): void {
       if (stopping) return;
       stopping = true;
@@ -65,6 +84,11 @@ export function closeConnectionsOnStop(server: Server): { stopping(): void } {
     },
   };
 }
+
+/** The longest the stop waits for connections the kernel holds to be accepted: a share of its 10 s. */
+const PENDING_ACCEPT_MS = 1_000;
+
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** Answers this module marked to close their connection (an answer may be marked by its route too). */
 const markedHere = new WeakSet<ServerResponse>();
