@@ -20,7 +20,13 @@ await build({
   // Left to Node at run time: packages that load a native addon (better-sqlite3, pg's optional
   // pg-native) or read their own files beside their code (the API reference's assets). A package of
   // either kind added later must be listed here too; `test/npm-start.test.ts` runs the bundle.
-  external: ['better-sqlite3', 'pg-native', '@fastify/swagger-ui', '@fastify/static'],
+  //
+  // Fastify too, for speed: bundled, it left every answer's `process.nextTick` objects being built by
+  // V8's slow path (perf: Runtime_DefineKeyedOwnPropertyInLiteral, MigrateToMap), 6-8 % of a kept
+  // answer's CPU against 0.4 % with Fastify loaded by Node, and about 1.5 times the rate of kept
+  // answers by hand (docs/PERFORMANCE.md, "The per-request path"). Which of its files does it was not
+  // found. Node loading Fastify's own files costs the start about 50 ms.
+  external: ['better-sqlite3', 'pg-native', '@fastify/swagger-ui', '@fastify/static', 'fastify'],
   // Dependencies written as CommonJS call require(), which an ES module does not have.
   banner: { js: "import { createRequire as createRequireForBundle } from 'node:module'; const require = createRequireForBundle(import.meta.url);" },
 });
