@@ -10,7 +10,7 @@ import { answerBeingWritten } from './node-internals.js';
  * owes nothing (idle, or holding only part of a request's head) is closed at once. Otherwise the
  * server, which waits for every connection to close, would not stop before the stop's time limit.
  *
- * @example const connections = closeConnectionsOnStop(app.server); ...; connections.stopping(); await app.close();
+ * @example const connections = closeConnectionsOnStop(app.server); ...; await connections.acceptPending(); connections.stopping(); await app.close();
  */
 export function closeConnectionsOnStop(server: Server): { acceptPending(): Promise<void>; stopping(): void } {
   /**
