@@ -49,7 +49,10 @@ describeEachStore('search after names written straight into the database', { env
     const server = await spawnServer({ DATABASE_URL: databaseUrl(location) });
     t.after(() => server.stop());
     assert.equal((await send(`${server.url}/healthz`)).status, 200);
-    assert.ok(performance.now() - started < 10_000);
+    // Folding 12,000 names takes seconds, so a start that waited for it would still pass a bound this
+    // wide; what shows that nothing waits is the 503 while folding (the next test). The bound is for a start that
+    // hangs: in CI two suites share 2 cores, and a start of three processes took 11 s there.
+    assert.ok(performance.now() - started < 30_000);
     // Listings without search never wait for the folding.
     assert.equal((await send(`${server.url}/api/v2/shop/products?limit=1`)).status, 200);
     // Folding started with the service: searches get a 503 with Retry-After until it is done, then
