@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { buildApp } from '../../src/app.js';
+import { closeConnectionsOnStop } from '../../src/http/connection/stop.js';
 import { loadConfig, type Config, type DatabaseLocation } from '../../src/config.js';
 import { openStore, type StoreOptions } from '../../src/storage/open-store.js';
 import type { CatalogueStore } from '../../src/storage/store.js';
@@ -58,6 +59,9 @@ export async function startServer(location: DatabaseLocation, env: Record<string
   const refuseWhenOverloaded = options.refuseWhenOverloaded ?? false;
   const app = await buildApp({ config, store: options.wrapStore?.(store) ?? store, refuseWhenOverloaded, logger: options.logger ?? false });
   const audit = auditResponses(app);
+  // Stopped as the service stops (src/server.ts): a connection that owes nothing is closed at once. Left
+  // to app.close() alone, one a client opened and never used held the stop for Node's 60 s headersTimeout.
+  const connections = closeConnectionsOnStop(app.server);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
   return {
@@ -67,6 +71,7 @@ export async function startServer(location: DatabaseLocation, env: Record<string
     app,
     store,
     stop: async () => {
+      connections.stopping();
       await app.close();
       await store.close();
       if (audit.mismatches.length > 0) {
