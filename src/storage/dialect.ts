@@ -150,7 +150,8 @@ export interface FilterSource {
   readonly readsEveryName: boolean;
   /**
    * Where set, a page of matches that are many (dense in pk order) is read by walking `product` in pk
-   * order and checking each row until the page is full, instead of reading and sorting every match.
+   * order and checking each row until the page is full, instead of reading and sorting every match; and
+   * a batch of a long list is read in `walk.order`, which leaves the choice to the database's planner.
    */
   readonly walk?: { readonly where: RawBuilder<boolean>; readonly order: RawBuilder<number> };
 }

@@ -54,6 +54,12 @@ describeEachStore('pages of a search', { env: false }, (ctx) => {
         );
       }
       assert.deepEqual(await store.listFilteredAfter({ search }, 0, 10_000), matches, text);
+      // In batches after a pk, as the v1 list streams a long list.
+      const batched: Product[] = [];
+      for (let batch = await store.listFilteredAfter({ search }, 0, 7); batch.length > 0; batch = await store.listFilteredAfter({ search }, batch.at(-1)!.pk, 7)) {
+        batched.push(...batch);
+      }
+      assert.deepEqual(batched, matches, `${JSON.stringify(text)} in batches`);
     }
   });
 

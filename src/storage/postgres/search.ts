@@ -27,8 +27,12 @@ export const postgresSearch: DialectSearch = {
   // scan for a rare name or a barcode. Sorting the few matches the index finds is cheaper.
   pkOrder: sql<number>`product.pk + 0`,
   textSource(text, short, plain) {
-    // A text too short for a trigram reads every folded name whatever the index.
-    if (short) return plain(sql<boolean>`product.name_folded LIKE ${containing(text)}`, true);
+    // A text too short for a trigram reads every folded name whatever the index; walking them in pk
+    // order finds a page of a common one (most names hold an `e`) without reading them all.
+    if (short) {
+      const like = sql<boolean>`product.name_folded LIKE ${containing(text)}`;
+      return { ...plain(like, true), walk: { where: like, order: sql<number>`product.pk` } };
+    }
     const exact: RawBuilder<boolean> = postgresSearch.contains(text);
     const narrowed = sql<boolean>`${sql.raw(INDEXED_NAME)} LIKE ${containing(text.replaceAll(' ', SPACE_STAND_IN))} AND ${exact}`;
     return { ...plain(narrowed, false), walk: { where: exact, order: sql<number>`product.pk` } };
