@@ -6,6 +6,7 @@ import { databaseUrl, requestArrived, spawnServer } from './helpers/child-server
 import { postJson, send, type RawResponse } from './helpers/http.js';
 import { outsideSql } from './helpers/outside-sql.js';
 import { listAll, uniqueBarcode } from './helpers/products.js';
+import { passesWithin } from './helpers/passes-within.js';
 import { sqlite } from './helpers/stores.js';
 
 describe('the server process', () => {
@@ -39,9 +40,12 @@ describe('the server process', () => {
 
     server.process.kill('SIGTERM');
     await server.waitForLog(/SIGTERM received/);
-    // A new request is turned away: refused, reset, or 503 if it slipped in while the listener closed.
-    const late = await send(`${server.url}/api/v2/shop/products`).then((r) => String(r.status), (e: Error) => e.message);
-    assert.match(late, /ECONNREFUSED|ECONNRESET|^503$/);
+    // A new request is turned away (refused, reset, or 503 if it slipped in while the listener closed)
+    // once the stop has taken the connections pending at the signal: until no new one came for 50 ms.
+    await passesWithin(3_000, async () => {
+      const late = await send(`${server.url}/api/v2/shop/products`).then((r) => String(r.status), (e: Error) => e.message);
+      assert.match(late, /ECONNREFUSED|ECONNRESET|^503$/);
+    }, 100);
     req.end(body.slice(half));
 
     const res = await answer;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { Agent } from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
+import { connect as netConnect, createServer, type AddressInfo } from 'node:net';
 import { describe, it, type TestContext } from 'node:test';
 import { databaseUrl, runServiceUntilExit, spawnChild, spawnServer, type ChildServer } from '../helpers/child-server.js';
 import { sqlite } from '../helpers/stores.js';
@@ -347,6 +347,37 @@ describeEachStore('WORKERS=2', { env: false, timeout: 120_000 }, (ctx) => {
     assert.equal(code, 0, server.stderr());
     assert.ok(elapsedMs < 10_000, `stopped in ${Math.round(elapsedMs)} ms`);
     for (const pid of pids) assert.throws(() => process.kill(pid, 0), { code: 'ESRCH' }, `worker ${pid} still runs`);
+  });
+
+  it('on SIGTERM answers every create of a burst of connections the primary had taken but not yet handed over, and stores each 201', async (t) => {
+    const { location } = await ctx.freshDatabase(t);
+    const server = await startWorkers(location, {});
+    t.after(() => server.stop());
+    await server.waitForLog((line) => line.msg?.startsWith('Server listening at ') === true && new Set(workerPids(server)).size === 2);
+    const { hostname, port } = new URL(server.url);
+    const barcodes = Array.from({ length: 300 }, () => uniqueBarcode());
+    // Each connection sends one whole create at once; the stop comes while the workers are still taking them.
+    const answers = await new Promise<Array<Promise<string>>>((resolveAll) => {
+      const pending = barcodes.map((barcode) => new Promise<string>((resolve) => {
+        const body = JSON.stringify({ name: `Burst ${barcode}`, barcode, price: '1.00' });
+        const socket = netConnect(Number(port), hostname, () => {
+          socket.write(`POST /api/v1/shop/product/ HTTP/1.1\r\nHost: ${server.url.slice(7)}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+        });
+        let text = '';
+        socket.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+        socket.once('close', () => resolve(text));
+        socket.once('error', () => undefined);
+      }));
+      setTimeout(() => resolveAll(pending), 100);
+    });
+    const { code } = await server.stop();
+    assert.equal(code, 0, server.stderr());
+    const texts = await Promise.all(answers);
+    const unanswered = texts.filter((text) => !text.startsWith('HTTP/1.1 '));
+    assert.equal(unanswered.length, 0, `${unanswered.length} of ${texts.length} creates got no answer`);
+    const created = barcodes.filter((_, i) => texts[i]!.startsWith('HTTP/1.1 201 '));
+    const stored = new Set((await outsideSql<{ barcode: string }>(location, 'SELECT barcode FROM product')).map((row) => row.barcode));
+    assert.deepEqual(created.filter((barcode) => !stored.has(barcode)), [], 'answered 201 but not stored');
   });
 });
 

@@ -53,18 +53,26 @@ export function closeConnectionsOnStop(server: Server): { acceptPending(): Promi
   });
   return {
     /**
-     * Resolves once two turns of the event loop have passed without a new connection, or after
-     * PENDING_ACCEPT_MS: the connections the kernel had completed when the stop came are accepted by
-     * then (Node takes about one a turn), and the requests they carried read, so that the stop owes
-     * them their answers. Closing the listening socket at once would have the kernel reset them,
-     * unanswered, though their requests were sent whole.
+     * Resolves once no new connection has come for PENDING_QUIET_MS, or after PENDING_ACCEPT_MS: the
+     * connections the kernel had completed when the stop came are accepted by then, and the requests
+     * they carried read, so that the stop owes them their answers. Closing the listening socket at once
+     * would have the kernel reset them, unanswered, though their requests were sent whole. A quiet
+     * spell, not a number of turns: a worker is handed the connections its primary took one at a time,
+     * each after the worker has taken the one before (Node's round-robin cluster), and the turns between
+     * two are many; once the last worker stops listening, the primary resets those it still holds.
      */
     async acceptPending(): Promise<void> {
       const until = Date.now() + PENDING_ACCEPT_MS;
-      for (let seen = -1; seen !== accepted && Date.now() < until; ) {
-        seen = accepted;
-        await nextTurn();
-        await nextTurn();
+      let seen = accepted;
+      let quietSince = Date.now();
+      while (Date.now() < until) {
+        await new Promise((resolve) => setTimeout(resolve, PENDING_POLL_MS));
+        if (accepted !== seen) {
+          seen = accepted;
+          quietSince = Date.now();
+        } else if (Date.now() - quietSince >= PENDING_QUIET_MS) {
+          return;
+        }
       }
     },
     stopping(): void {
@@ -88,7 +96,11 @@ export function closeConnectionsOnStop(server: Server): { acceptPending(): Promi
 /** The longest the stop waits for connections the kernel holds to be accepted: a share of its 10 s. */
 const PENDING_ACCEPT_MS = 1_000;
 
-const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+/** How long no new connection must come before the stop takes it that none is pending. */
+const PENDING_QUIET_MS = 50;
+
+/** How often the stop looks for new connections meanwhile. */
+const PENDING_POLL_MS = 5;
 
 /** Answers this module marked to close their connection (an answer may be marked by its route too). */
 const markedHere = new WeakSet<ServerResponse>();
