@@ -17,6 +17,13 @@ import { joinWorkerGroup } from './workers/worker-group.js';
 /** How long in-flight requests may take to finish after a stop signal. */
 const SHUTDOWN_GRACE_MS = 10_000;
 
+/**
+ * How long a stop waits, once every answer is written, for the database to let go of its connections.
+ * A database gone silent never answers their goodbye (PostgreSQL behind a network that drops packets):
+ * the process exits without it, as the connections end with it, and nothing is owed to any client.
+ */
+const STORE_CLOSE_WAIT_MS = 1_000;
+
 /** How often the service looks for bulk writes (imports, removals) whose process died, to undo them. */
 const ABANDONED_WRITES_CHECK_MS = 30_000;
 
@@ -119,7 +126,7 @@ async function main(): Promise<void> {
         connections.stopping();
         return app.close();
       })
-      .then(() => store.close())
+      .then(() => closeWithin(store, STORE_CLOSE_WAIT_MS, () => app.log.warn(`the database did not close its connections within ${STORE_CLOSE_WAIT_MS / 1000} s of the last answer; exiting without waiting for it`)))
       .then(
         () => process.exit(0),
         (error: unknown) => {
@@ -128,6 +135,26 @@ async function main(): Promise<void> {
         },
       );
   };
+}
+
+/** Closes `store`, or calls `gaveUp` and resolves once `waitMs` have passed without it closing. */
+function closeWithin(store: { close(): Promise<void> }, waitMs: number, gaveUp: () => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      gaveUp();
+      resolve();
+    }, waitMs);
+    store.close().then(
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
 }
 
 /**

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { databaseUrl, requestArrived, spawnServer } from '../helpers/child-server.js';
 import { postJson, send, type RawResponse } from '../helpers/http.js';
+import { passesWithin } from '../helpers/passes-within.js';
 import { createProduct, uniqueBarcode } from '../helpers/products.js';
 import { startServer, type RunningServer } from '../helpers/server.js';
 import { withClient } from '../helpers/outside-sql.js';
@@ -185,5 +187,42 @@ describe('PostgreSQL refusing new connections while the service runs', { skip: p
     await adminSql(`alter database ${name} allow_connections true`);
     assert.equal((await send(`${server.url}/api/v2/shop/products?offset=1`)).status, 200);
     assert.equal((await send(`${server.url}/readyz`)).status, 200);
+  });
+});
+
+describe('PostgreSQL silent when the service is stopped', { skip: postgres.skip }, () => {
+  it('exits 0 once every request is answered, without waiting for the silent database to let go of its connections', async (t) => {
+    const { location, drop } = await postgres.create();
+    t.after(drop);
+    if (location.kind !== 'postgres') throw new Error('expected a PostgreSQL location');
+    const direct = new URL(location.url);
+    const proxy = new TcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
+    await proxy.open();
+    t.after(async () => {
+      proxy.thaw();
+      await proxy.cut();
+    });
+    const proxied = new URL(location.url);
+    proxied.hostname = '127.0.0.1';
+    proxied.port = String(proxy.port);
+    const server = await spawnServer({ DATABASE_URL: databaseUrl({ kind: 'postgres', url: proxied.toString() }), WORKERS: '1' });
+    t.after(() => server.process.kill('SIGKILL'));
+    // A service just started may still call itself overloaded for a moment on a busy machine.
+    await passesWithin(5_000, async () => void (await createProduct(server.url, { name: 'Espresso 1 kg' })), 100);
+    // Several connections open before the database falls silent: those idle then are the ones the
+    // stop's closing of the pool waits for, as the database never answers their goodbye.
+    await Promise.all([2, 3, 4, 5].map((offset) => send(`${server.url}/api/v2/shop/products?limit=1&offset=${offset}`)));
+
+    proxy.freeze();
+    const read = send(`${server.url}/api/v2/shop/products?limit=1&offset=1`);
+    const create = postJson(`${server.url}/api/v1/shop/product/`, JSON.stringify({ name: 'Tea 100 g', barcode: uniqueBarcode(), price: '3.10' }));
+    await server.waitForLog(requestArrived('GET'));
+    await server.waitForLog(requestArrived('POST'));
+    server.process.kill('SIGTERM');
+    assert.deepEqual([(await read).status, (await create).status], [503, 503]);
+    const answeredAt = performance.now();
+    assert.deepEqual(await server.exited, { code: 0, signal: null }, server.stderr());
+    const afterAnswerMs = performance.now() - answeredAt;
+    assert.ok(afterAnswerMs < 3_000, `exited ${Math.round(afterAnswerMs)} ms after its last answer`);
   });
 });
