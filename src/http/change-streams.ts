@@ -1,6 +1,7 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { CatalogueStore, Change } from '../storage/store.js';
+import type { CatalogueStore, Change, ChangePage } from '../storage/store.js';
+import { Turns } from '../turns.js';
 import { changeWire } from './wire.js';
 
 /** Changes read per query, while a stream catches up and while new ones are passed on. */
@@ -42,6 +43,12 @@ export interface ChangeStreamsOptions {
   readonly heartbeatMs?: number;
 }
 
+/** A page of changes read for the streams catching up, each change's event written once for all of them. */
+interface CatchUpPage {
+  readonly page: ChangePage;
+  readonly events: readonly string[];
+}
+
 /** One client following the feed. */
 interface Stream {
   readonly body: PassThrough;
@@ -76,6 +83,14 @@ export class ChangeStreams {
   #reading = false;
   #poll: NodeJS.Timeout | undefined;
   readonly #heartbeat: NodeJS.Timeout;
+  /**
+   * The catching up streams' reads, one at a time: a burst of new streams (every till of a shop
+   * reconnecting) would otherwise take every database connection, and its reads would wait for one
+   * past the pool's limit and fail, with the stream already answered 200.
+   */
+  readonly #catchUpReads = new Turns();
+  /** Catch-up reads queued or running, by the version they read after: streams there share one. */
+  readonly #readsAfter = new Map<number, Promise<CatchUpPage>>();
 
   constructor(store: CatalogueStore, { max, shared, heartbeatMs = HEARTBEAT_MS }: ChangeStreamsOptions) {
     this.#store = store;
@@ -160,9 +175,9 @@ export class ChangeStreams {
    */
   async #catchUp(stream: Stream): Promise<void> {
     for (;;) {
-      const page = await this.#store.readChanges(stream.position, CHANGES_PER_READ);
+      const { page, events } = await this.#readAfter(stream.position);
       if (stream.closed) return;
-      for (const change of page.changes) write(stream, changeEvent(change));
+      for (const event of events) write(stream, event);
       if (page.changes.length > 0) stream.position = page.changes.at(-1)!.version;
       if (page.more) {
         await this.#readable(stream);
@@ -182,6 +197,25 @@ export class ChangeStreams {
       this.#startPolling();
       return;
     }
+  }
+
+  /**
+   * The changes after `version`, read in turn with the other streams catching up, or with the stream
+   * that asked first for the same. A read that began before a stream came is as good as its own: the
+   * stream goes on from the version that read stood at, and misses nothing after it.
+   */
+  #readAfter(version: number): Promise<CatchUpPage> {
+    let read = this.#readsAfter.get(version);
+    if (read === undefined) {
+      read = this.#catchUpReads.run(async () => {
+        const page = await this.#store.readChanges(version, CHANGES_PER_READ);
+        return { page, events: page.changes.map(changeEvent) };
+      });
+      this.#readsAfter.set(version, read);
+      const forget = (): void => void this.#readsAfter.delete(version);
+      read.then(forget, forget);
+    }
+    return read;
   }
 
   /** Resolves once the client has read enough of what was written; disconnects one that stalls. */

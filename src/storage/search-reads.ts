@@ -9,6 +9,7 @@ import { PRODUCT_SELECT, toProduct, type ProductRow } from './product-row.js';
 import { countPendingNames, filterSource, FOLD_BATCH, foldNameBatch } from './search-index.js';
 import type { StoreContext } from './store-context.js';
 import type { ProductPage } from './store.js';
+import { nextTurn, Turns } from '../turns.js';
 
 /**
  * The join giving the page `offset`, `limit` of `source`'s matches, as rows `p`, beside the state row `s`
@@ -36,9 +37,6 @@ function pageOfMatches(source: FilterSource, offset: number, limit: number): Raw
 /** Reads in pieces a search makes, each spoilt by a write, before it reads in one statement instead. */
 const PIECED_ATTEMPTS = 3;
 
-/** Resolves after the event loop has had a turn: the I/O waiting meanwhile (other requests) is served. */
-const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
 /**
  * The reads of products matching a filter (a barcode, a search text): from the barcode and trigram
  * indexes, or, for a text too short for a trigram, by reading the folded names.
@@ -46,8 +44,8 @@ const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(reso
 export class SearchReads {
   readonly #context: StoreContext;
   readonly #revision: () => Promise<number>;
-  /** The last search that reads every folded name; the next one waits for it. */
-  #fullReads: Promise<unknown> = Promise.resolve();
+  /** The searches that read every folded name, one at a time. */
+  readonly #fullReads = new Turns();
   /** The background folding of names written without their folded copy, while it runs. */
   #folder: Promise<void> | undefined;
   #closed = false;
@@ -188,17 +186,13 @@ export class SearchReads {
   /**
    * Runs a search: `whole` in one statement, or, when it reads every folded name (texts too short for
    * a trigram) and the database reads such searches in pieces (SQLite), `inPieces`, given the revision
-   * it answers for. Searches that read every folded name run one at a time per store, with a turn of
-   * the event loop between them, so that many broad searches at once queue here instead of taking
-   * every connection (PostgreSQL) or the one thread (SQLite) from the other requests.
+   * it answers for. Searches that read every folded name take turns (one at a time per store).
    */
   async #search<T>(source: FilterSource, whole: () => Promise<T>, inPieces: (revision: number) => Promise<T>): Promise<T> {
     const run = <R>(read: () => Promise<R>) => this.#context.run(read);
     if (!source.readsEveryName) return run(whole);
     const read = this.#context.dialect.search.pksPerPiece === undefined ? whole : () => this.#consistentInPieces(inPieces, whole);
-    const turn = this.#fullReads.then(() => run(read));
-    this.#fullReads = turn.catch(() => undefined).then(nextTurn);
-    return turn;
+    return this.#fullReads.run(() => run(read));
   }
 
   /**

@@ -5,7 +5,9 @@ import { describeEachStore } from '../helpers/each-store.js';
 import { changesOf, openEventStream } from '../helpers/event-stream.js';
 import { send } from '../helpers/http.js';
 import { outsideSql } from '../helpers/outside-sql.js';
-import { createProduct } from '../helpers/products.js';
+import { createProduct, uniqueBarcode } from '../helpers/products.js';
+import { startServer } from '../helpers/server.js';
+import type { CatalogueStore } from '../../src/storage/store.js';
 
 interface ChangePage {
   version: number;
@@ -240,3 +242,59 @@ describeEachStore('the live change feed: text/event-stream', { env: { CHANGE_STR
     assert.equal((await send(`${ctx.server.url}/healthz`)).status, 200);
   });
 });
+
+describeEachStore('the live change feed: a burst of streams at once', { env: false }, (ctx) => {
+  it('reads for the streams catching up one at a time, each page once for the streams at its version, and brings every stream every change', async (t) => {
+    const STREAMS = 60;
+    const PRODUCTS = 2_500; // three pages of a catch-up read
+    const { location } = await ctx.freshDatabase(t);
+    const reads = { below: 0, running: 0, most: 0, count: 0 };
+    // A pool of two connections: streams reading at once would take both, and the reads beyond them
+    // would wait past the pool's limit, after their 200.
+    const server = await startServer(location, { CHANGE_STREAMS_MAX: String(STREAMS), DB_POOL_MAX: '2' }, { wrapStore: (store) => countingChangeReads(store, reads) });
+    t.after(() => server.stop());
+    const products = Array.from({ length: PRODUCTS }, (_, i) => ({ name: `Burst ${i}`, barcode: uniqueBarcode(), priceCents: 100 + i }));
+    await server.store.insertProducts((async function* () {
+      yield products;
+    })());
+    const { version } = (await send(`${server.url}/api/v2/shop/changes?limit=1`)).json as ChangePage;
+    // The streams' catch-up reads, not the live source's, which reads after the catalogue's version.
+    reads.below = version;
+
+    const streams = await Promise.all(Array.from({ length: STREAMS }, () => openEventStream(`${server.url}/api/v2/shop/changes`)));
+    t.after(() => streams.forEach((stream) => stream.close()));
+    assert.deepEqual(streams.map((stream) => stream.status), streams.map(() => 200));
+    await Promise.all(streams.map((stream) => stream.waitFor((event) => event.event === 'caught-up', 30_000)));
+    for (const stream of streams) {
+      const changes = changesOf(stream.events);
+      assert.deepEqual(changes.map((change) => (change.product as { barcode: string }).barcode), products.map((product) => product.barcode));
+      assert.equal(changes.at(-1)!.version, version);
+    }
+    t.diagnostic(`${reads.count} catch-up reads, at most ${reads.most} at once`);
+    assert.equal(reads.most, 1, 'catch-up reads at once');
+    // Each stream reading its own three pages would be 180 reads; streams at one version share a read.
+    assert.ok(reads.count < (STREAMS * 3) / 2, `${reads.count} catch-up reads for ${STREAMS} streams of 3 pages each`);
+  });
+});
+
+/** `store`, counting in `reads` its reads of changes after a version below `reads.below`: how many, how many run now, and the most at once. */
+function countingChangeReads(store: CatalogueStore, reads: { below: number; running: number; most: number; count: number }): CatalogueStore {
+  return new Proxy(store, {
+    get(target, key) {
+      const value: unknown = Reflect.get(target, key, target);
+      if (typeof value !== 'function') return value;
+      if (key !== 'readChanges') return value.bind(target);
+      return async (...args: unknown[]): Promise<unknown> => {
+        if ((args[0] as number) >= reads.below) return Reflect.apply(value, target, args);
+        reads.count += 1;
+        reads.running += 1;
+        reads.most = Math.max(reads.most, reads.running);
+        try {
+          return await Reflect.apply(value, target, args);
+        } finally {
+          reads.running -= 1;
+        }
+      };
+    },
+  });
+}
