@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Agent } from 'node:http';
 import { connect as netConnect, createServer, type AddressInfo } from 'node:net';
 import { describe, it, type TestContext } from 'node:test';
@@ -12,6 +15,7 @@ import { createProduct, uniqueBarcode } from '../helpers/products.js';
 import { outsideSql } from '../helpers/outside-sql.js';
 import { passesWithin } from '../helpers/passes-within.js';
 import type { DatabaseLocation } from '../../src/config.js';
+import { ensureBuild, ROOT } from '../helpers/build.js';
 
 /** The pids of the workers that have said they listen, in the order they did. */
 function workerPids(server: ChildServer): number[] {
@@ -408,6 +412,37 @@ describe('WORKERS refusals', () => {
     const { code } = await child.exited;
     assert.equal(code, 0, child.stderr());
     assert.equal(child.stderr(), '');
+  });
+
+  it('ends the start with status 0 on a stop signal that comes while the service\'s modules still load', async (t) => {
+    const { location } = await sqliteLocation(t);
+    // Module hooks that hold the loading of Fastify (which every start loads) until the test has sent its
+    // signal, and say when that loading begins: the signal comes at that point of the start, whatever the machine's speed.
+    const dir = mkdtempSync(join(tmpdir(), 'catalogue-loading-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const [loading, hooks, register] = [join(dir, 'loading'), join(dir, 'hooks.mjs'), join(dir, 'register.mjs')];
+    writeFileSync(
+      hooks,
+      `import { writeFileSync } from 'node:fs';
+      export async function load(url, context, next) {
+        if (/\\/node_modules\\/fastify\\/fastify\\.js$/.test(url)) {
+          writeFileSync(${JSON.stringify(loading)}, '');
+          await new Promise((resolve) => setTimeout(resolve, 5000));
+        }
+        return next(url, context);
+      }`,
+    );
+    writeFileSync(register, `import { register } from 'node:module'; register(${JSON.stringify(pathToFileURL(hooks).href)});`);
+    await ensureBuild();
+    for (const name of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+      rmSync(loading, { force: true });
+      const child = spawnChild({ WORKERS: '2', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: databaseUrl(location) }, ['--import', pathToFileURL(register).href, join(ROOT, 'dist', 'server.js')]);
+      await passesWithin(30_000, async () => assert.ok(existsSync(loading), 'Fastify is loading'), 10);
+      child.process.kill(name);
+      const { code, signal } = await child.exited;
+      assert.deepEqual({ code, signal }, { code: 0, signal: null }, name);
+      assert.equal(child.stderr(), '');
+    }
   });
 
   it('ends with status 1 and one line on stderr when its first worker is killed before it listens', async (t) => {
