@@ -128,6 +128,14 @@ describeEachStore('what a connection carries besides one request', (ctx) => {
     });
   }
 
+  it('says Connection: close on the answer to a body declared past the limit that nobody reads, and closes the connection once it is written', async () => {
+    const body = 'x'.repeat(20_000);
+    const raw = await rawExchange(ctx.server.url, `PUT /api/v1/shop/product/1 HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    assert.deepEqual(statusLines(raw), ['HTTP/1.1 405 Method Not Allowed']);
+    assert.match(raw, /\r\nConnection: close\r\n/i);
+    assert.doesNotMatch(raw, /\r\nConnection: keep-alive\r\n/i);
+  });
+
   it('drains a small body nobody reads and keeps the connection for the next request', async () => {
     const raw = await rawExchange(
       ctx.server.url,

@@ -20,6 +20,8 @@ export function useUnreadBodyLimit(app: FastifyInstance): void {
       reply.header('Connection', 'close');
       return payload;
     }
+    // A body declared past the limit will not be drained: the answer says the connection closes.
+    if (Number(incoming.headers['content-length']) > BODY_LIMIT_BYTES) reply.header('Connection', 'close');
     let discarded = 0;
     const count = (chunk: Buffer): void => {
       discarded += chunk.length;
