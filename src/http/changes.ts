@@ -117,18 +117,23 @@ export async function changes(app: FastifyInstance, { store, streams }: ChangesO
   });
 }
 
-/** The answer's forms, the default first: a client that accepts anything (`*\/*`) gets the page. */
-const FORMS = ['application/json', 'text/event-stream'];
+/**
+ * The answer's forms, the default first: a client that accepts anything (`*\/*`) gets the page. Each
+ * with the parameter its answer carries, so that an `Accept` naming it (`text/event-stream;
+ * charset=utf-8`) matches, as one without parameters does.
+ */
+const FORMS = ['application/json; charset=utf-8', 'text/event-stream; charset=utf-8'];
 
 /**
  * Whether the client prefers server-sent events (EventSource sends `Accept: text/event-stream`): named
- * in `Accept` (in any case), with a weight above 0, and first by negotiation: weight, then
- * specificity, then the client's order. Without an `Accept`, or when neither form is acceptable, the
- * page is answered, as on every other route.
+ * in `Accept` (in any case; `text/*` alone does not name it), with a weight above 0, and first by
+ * negotiation: weight, then specificity, then the client's order. Without an `Accept`, or when neither
+ * form is acceptable, the page is answered, as on every other route.
  */
 function wantsStream(request: FastifyRequest): boolean {
-  if (request.headers.accept === undefined) return false;
-  return new Negotiator(request).mediaType(FORMS) === 'text/event-stream';
+  const accept = request.headers.accept;
+  if (accept === undefined || !/\btext\/event-stream\b/i.test(accept)) return false;
+  return new Negotiator(request).mediaType(FORMS) === FORMS[1];
 }
 
 /** `since` and `limit`, or a 400 naming each bad one. */

@@ -174,6 +174,12 @@ describeEachStore('the live change feed: text/event-stream', { env: { CHANGE_STR
       // Equal weights: the client's order decides; a named type beats a wildcard.
       ['application/json, text/event-stream', 'application/json'],
       ['*/*, text/event-stream', 'text/event-stream'],
+      // The stream's own parameter, as its answer says it, in any case; a wildcard alone never names it.
+      ['text/event-stream; charset=utf-8', 'text/event-stream'],
+      ['text/event-stream;charset=UTF-8', 'text/event-stream'],
+      ['application/json; charset=utf-8, text/event-stream;q=0.5', 'application/json'],
+      ['text/*', 'application/json'],
+      ['text/*, application/json;q=0.1', 'application/json'],
     ];
     for (const [accept, expected] of cases) {
       await streamsOpen(0);
