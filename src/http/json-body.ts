@@ -22,13 +22,37 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  */
 export function useStrictJsonBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser(JSON_MEDIA_TYPE, { parseAs: 'buffer', bodyLimit: BODY_LIMIT_BYTES }, (_request: FastifyRequest, raw: Buffer | string, done) => {
+  app.addContentTypeParser(JSON_MEDIA_TYPE, { parseAs: 'buffer', bodyLimit: BODY_LIMIT_BYTES }, (request: FastifyRequest, raw: Buffer | string, done) => {
     try {
+      refuseUnknownCodings(request);
       done(null, parseJsonBody(typeof raw === 'string' ? Buffer.from(raw) : raw));
     } catch (error) {
       done(error as Error, undefined);
     }
   });
+}
+
+/**
+ * Refuses a body in a coding the service does not undo, which it would otherwise read as plain JSON:
+ * Node's parser undoes `chunked` alone, and passes the rest of `Transfer-Encoding: gzip, chunked`
+ * on undone.
+ * @throws HttpProblem 415 for a `Content-Encoding` other than `identity` (RFC 9110 §8.4), 501 for a
+ *   transfer coding other than `chunked` (RFC 9112 §6.1).
+ */
+function refuseUnknownCodings(request: FastifyRequest): void {
+  const contentCodings = codings(request.headers['content-encoding']).filter((coding) => coding !== 'identity');
+  if (contentCodings.length > 0) {
+    throw new HttpProblem(415, `The body is encoded (Content-Encoding: ${contentCodings.join(', ')}), which the service does not decode; send it as plain JSON.`);
+  }
+  const transferCodings = codings(request.headers['transfer-encoding']).filter((coding) => coding !== 'chunked');
+  if (transferCodings.length > 0) {
+    throw new HttpProblem(501, `The transfer coding ${transferCodings.join(', ')} is not supported; send the body with Content-Length or chunked alone.`);
+  }
+}
+
+/** The codings a header lists, lowercased; none when it is absent. */
+function codings(header: string | undefined): string[] {
+  return header === undefined ? [] : header.split(',').map((coding) => coding.trim().toLowerCase()).filter((coding) => coding !== '');
 }
 
 /**

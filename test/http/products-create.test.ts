@@ -3,6 +3,7 @@ import { after, before, it } from 'node:test';
 import { describeEachStore } from '../helpers/each-store.js';
 import { postJson, send } from '../helpers/http.js';
 import { listAll, uniqueBarcode } from '../helpers/products.js';
+import { rawExchange } from '../helpers/raw-socket.js';
 
 const PROBLEM = 'application/problem+json; charset=utf-8';
 const invalid = (errors: Record<string, string[]>) => ({
@@ -225,6 +226,18 @@ describeEachStore('POST /api/v1/shop/product/', (ctx) => {
       expected: undefined,
     },
     {
+      name: 'a product in a body marked gzip-encoded (Content-Encoding), which the service does not decode',
+      body: JSON.stringify({ name: 'Pen', barcode: uniqueBarcode(), price: '1.00' }),
+      headers: { 'Content-Encoding': 'gzip' },
+      status: 415,
+      expected: {
+        type: 'about:blank',
+        title: 'Unsupported Media Type',
+        status: 415,
+        detail: 'The body is encoded (Content-Encoding: gzip), which the service does not decode; send it as plain JSON.',
+      },
+    },
+    {
       name: 'a body of 16385 bytes',
       body: `{"name": "${'x'.repeat(16385 - 12)}"}`,
       status: 413,
@@ -263,6 +276,19 @@ describeEachStore('POST /api/v1/shop/product/', (ctx) => {
     // The ctx.server answers before the declared bytes arrive, then closes the connection.
     assert.ok(!(res instanceof Error), String(res));
     assert.equal((res as { status: number }).status, 413);
+  });
+
+  it('answers 501 to a product sent in a transfer coding other than chunked, and stores nothing', async () => {
+    const barcode = uniqueBarcode();
+    const body = JSON.stringify({ name: 'Pen', barcode, price: '1.00' });
+    const raw = await rawExchange(
+      ctx.server.url,
+      `POST /api/v1/shop/product/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n` +
+        `${Buffer.byteLength(body).toString(16)}\r\n${body}\r\n0\r\n\r\n`,
+    );
+    assert.match(raw, /^HTTP\/1\.1 501 Not Implemented\r\n/);
+    assert.match(raw, /"detail":"The transfer coding gzip is not supported; send the body with Content-Length or chunked alone\."/);
+    assert.deepEqual((await send(`${ctx.server.url}/api/v1/shop/products?barcode=${barcode}`)).json, []);
   });
 
   it('answers 415 to a body without Content-Type, and to no body at all', async () => {
