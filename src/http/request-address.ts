@@ -87,7 +87,8 @@ function checkedQuery(query: string): URLSearchParams {
       const [name, value] = equals === -1 ? [pair, ''] : [pair.slice(0, equals), pair.slice(equals + 1)];
       if (decodes(name) && decodes(value)) continue;
       const named = decodes(name) ? decodeURIComponent(name.replaceAll('+', ' ')) : name;
-      errors.set(named, ['is not valid percent-encoding of UTF-8 text (a `%` not followed by two hex digits, or bytes that are not UTF-8).']);
+      const which = decodes(name) ? 'The value' : "The parameter's name";
+      errors.set(named, [`${which} is not valid percent-encoding of UTF-8 text (a \`%\` not followed by two hex digits, or bytes that are not UTF-8).`]);
     }
   }
   if (errors.size > 0) throw new HttpProblem(400, 'The query parameters are not valid.', { errors: Object.fromEntries(errors) as FieldErrors });

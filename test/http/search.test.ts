@@ -98,6 +98,9 @@ describeEachStore('finding products', { env: { PAGE_SIZE: '2' } }, (ctx) => {
       await refused(`${v1}?${query}`, named.split(','));
       await refused(`${v2}?${query}`, named.split(','));
     }
+    const broken = 'is not valid percent-encoding of UTF-8 text (a `%` not followed by two hex digits, or bytes that are not UTF-8).';
+    assert.deepEqual((await send(`${v2}?search=%ff`)).json, { type: 'about:blank', title: 'Bad Request', status: 400, detail: 'The query parameters are not valid.', errors: { search: [`The value ${broken}`] } });
+    assert.deepEqual(((await send(`${v2}?%ff=1`)).json as { errors: unknown }).errors, { '%ff': [`The parameter's name ${broken}`] });
     assert.deepEqual(await json(`${v1}?search=%EF%BF%BD`), []);
     assert.deepEqual(await json(`${v1}?search=cr%C3%A8me`), [items[0], items[7]]);
   });
