@@ -948,7 +948,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The Content-Type is not application/json. */
+            /** @description The Content-Type is not application/json, or the body is encoded (a Content-Encoding other than identity). */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -959,6 +959,15 @@ export interface operations {
             };
             /** @description The Idempotency-Key was already used with a different product. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is sent in a transfer coding other than chunked (`Transfer-Encoding: gzip, chunked`). */
+            501: {
                 headers: {
                     [name: string]: unknown;
                 };
