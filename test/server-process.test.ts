@@ -130,6 +130,46 @@ describe('the server process', () => {
     assert.ok(!server.logs.some((entry) => /did not finish/.test(entry.msg ?? '')));
   });
 
+  for (const workers of ['1', '2']) {
+    it(`on SIGTERM tells a keep-alive client sending request after request that the connection closes, and answers every request it sent (WORKERS=${workers})`, { timeout: 60_000 }, async (t) => {
+      const { location, drop } = await sqlite.create();
+      t.after(drop);
+      const server = await spawnServer({ DATABASE_URL: databaseUrl(location), WORKERS: workers });
+      t.after(() => server.process.kill('SIGKILL'));
+      const { hostname, port } = new URL(server.url);
+      // One connection, each request sent as soon as the answer before it is read, as a client's
+      // keep-alive pool does; the client stops using the connection once an answer says close.
+      const outcome = await new Promise<{ sent: number; answered: number; saidClose: boolean; error?: string }>((resolve) => {
+        const socket = connect(Number(port), hostname);
+        let [sent, answered, saidClose, pending] = [0, 0, false, ''];
+        const ask = (): void => {
+          sent += 1;
+          socket.write(`GET /healthz HTTP/1.1\r\nHost: ${server.url.slice(7)}\r\n\r\n`);
+        };
+        socket.once('connect', ask);
+        socket.on('data', (chunk: Buffer) => {
+          pending += chunk.toString('latin1');
+          for (;;) {
+            const headEnd = pending.indexOf('\r\n\r\n');
+            if (headEnd < 0) return;
+            const head = pending.slice(0, headEnd);
+            const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+            if (pending.length < headEnd + 4 + length) return;
+            pending = pending.slice(headEnd + 4 + length);
+            answered += 1;
+            if (/\r\nconnection: *close/i.test(head)) saidClose = true;
+            else ask();
+          }
+        });
+        socket.on('error', (error) => resolve({ sent, answered, saidClose, error: error.message }));
+        socket.on('close', () => resolve({ sent, answered, saidClose }));
+        setTimeout(() => server.process.kill('SIGTERM'), 300);
+      });
+      assert.deepEqual({ ...outcome, sent: outcome.sent > 10, answered: outcome.answered === outcome.sent }, { sent: true, answered: true, saidClose: true });
+      assert.deepEqual(await server.exited, { code: 0, signal: null });
+    });
+  }
+
   it('on SIGTERM answers the requests of connections the kernel completed but the process had not yet taken', { timeout: 60_000 }, async (t) => {
     const { location, drop } = await sqlite.create();
     t.after(drop);

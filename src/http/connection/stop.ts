@@ -3,8 +3,10 @@ import type { Socket } from 'node:net';
 import { answerBeingWritten } from './node-internals.js';
 
 /**
- * Lets a stop finish promptly without dropping an answer: once `stopping()` is called, each connection
- * closes as soon as it owes no answer. Its last owed answer says `Connection: close` when its head is
+ * Lets a stop finish promptly without dropping an answer. From `acceptPending()` on, the last answer
+ * each connection owes says `Connection: close`, so that no client sends another request on a
+ * connection about to close. Once `stopping()` is called, each connection closes as soon as it owes
+ * no answer. Its last owed answer says `Connection: close` when its head is
  * not yet written; answers of pipelined requests before it keep the connection, or Node would end it
  * after the first one and drop the rest (whose products may already be stored). A connection that
  * owes nothing (idle, or holding only part of a request's head) is closed at once. Otherwise the
@@ -20,6 +22,9 @@ export function closeConnectionsOnStop(server: Server): { acceptPending(): Promi
    * every request, a tenth of the rate of an answer written at once.
    */
   const owed = new Map<Socket, Set<ServerResponse>>();
+  /** Since `acceptPending`: every answer is followed, and each connection's last says close. */
+  let closing = false;
+  /** Since `stopping`: a connection that owes nothing is closed. */
   let stopping = false;
   const answersOf = (socket: Socket): Set<ServerResponse> => {
     let answers = owed.get(socket);
@@ -44,13 +49,30 @@ export function closeConnectionsOnStop(server: Server): { acceptPending(): Promi
   // Ahead of Fastify's own listener, so that no answer can be written before it is counted here.
   server.prependListener('request', (request, response: ServerResponse) => {
     // Node hands the socket at once to the answer of a request nothing is pipelined ahead of.
-    if (!stopping && response.socket !== null) return;
+    if (!closing && response.socket !== null) return;
     const socket = request.socket;
     const answers = answersOf(socket);
     answers.add(response);
     follow(socket, answers, response);
-    if (stopping) closeWhenOwingNothing(socket, answers);
+    if (closing) closeWhenOwingNothing(socket, answers);
   });
+  /**
+   * Follows every answer each connection owes now, the one being written first, and has the last say
+   * close; with `closeIdle`, closes the connections that owe none.
+   */
+  const markOwed = (closeIdle: boolean): void => {
+    for (const [socket, answers] of owed) {
+      // The answer being written comes before every one pipelined behind it.
+      const current = answerBeingWritten(socket);
+      if (current !== undefined && !answers.has(current)) {
+        const behind = [...answers];
+        answers.clear();
+        for (const answer of [current, ...behind]) answers.add(answer);
+        follow(socket, answers, current);
+      }
+      if (closeIdle || answers.size > 0) closeWhenOwingNothing(socket, answers, true);
+    }
+  };
   return {
     /**
      * Resolves once no new connection has come for PENDING_QUIET_MS, or after PENDING_ACCEPT_MS: the
@@ -60,8 +82,14 @@ export function closeConnectionsOnStop(server: Server): { acceptPending(): Promi
      * spell, not a number of turns: a worker is handed the connections its primary took one at a time,
      * each after the worker has taken the one before (Node's round-robin cluster), and the turns between
      * two are many; once the last worker stops listening, the primary resets those it still holds.
+     * Meanwhile each connection's last answer says close; one that owes none stays open, and the
+     * request it may still carry is answered so.
      */
     async acceptPending(): Promise<void> {
+      if (!closing) {
+        closing = true;
+        markOwed(false);
+      }
       const until = Date.now() + PENDING_ACCEPT_MS;
       let seen = accepted;
       let quietSince = Date.now();
@@ -78,17 +106,8 @@ export function closeConnectionsOnStop(server: Server): { acceptPending(): Promi
     stopping(): void {
       if (stopping) return;
       stopping = true;
-      for (const [socket, answers] of owed) {
-        // The answer being written comes before every one pipelined behind it.
-        const current = answerBeingWritten(socket);
-        if (current !== undefined && !answers.has(current)) {
-          const behind = [...answers];
-          answers.clear();
-          for (const answer of [current, ...behind]) answers.add(answer);
-          follow(socket, answers, current);
-        }
-        closeWhenOwingNothing(socket, answers, true);
-      }
+      closing = true;
+      markOwed(true);
     },
   };
 }
