@@ -128,12 +128,19 @@ describeEachStore('what a connection carries besides one request', (ctx) => {
     });
   }
 
-  it('says Connection: close on the answer to a body declared past the limit that nobody reads, and closes the connection once it is written', async () => {
+  it('says Connection: close on the answer to a body nobody reads that is declared past the limit or chunked, and closes the connection once it is written', async () => {
     const body = 'x'.repeat(20_000);
-    const raw = await rawExchange(ctx.server.url, `PUT /api/v1/shop/product/1 HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
-    assert.deepEqual(statusLines(raw), ['HTTP/1.1 405 Method Not Allowed']);
-    assert.match(raw, /\r\nConnection: close\r\n/i);
-    assert.doesNotMatch(raw, /\r\nConnection: keep-alive\r\n/i);
+    const declared = `Content-Length: ${body.length}\r\n\r\n${body}`;
+    const chunked = `Transfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`;
+    for (const [head, status] of [['PUT /api/v1/shop/product/1', '405 Method Not Allowed'], ['GET /healthz', '200 OK']] as const) {
+      for (const rest of [declared, chunked]) {
+        // A request pipelined behind: the client is told the connection closes before it, not after.
+        const raw = await rawExchange(ctx.server.url, `${head} HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\n${rest}GET /healthz HTTP/1.1\r\nHost: shop.example\r\n\r\n`);
+        assert.deepEqual(statusLines(raw), [`HTTP/1.1 ${status}`], `${head}, ${rest.slice(0, 20)}`);
+        assert.match(raw, /\r\nConnection: close\r\n/i);
+        assert.doesNotMatch(raw, /\r\nConnection: keep-alive\r\n/i);
+      }
+    }
   });
 
   it('drains a small body nobody reads and keeps the connection for the next request', async () => {

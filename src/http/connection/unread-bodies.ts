@@ -4,6 +4,20 @@ import { BODY_LIMIT_BYTES } from '../json-body.js';
 /** How long a connection closed past the body limit stays open for its client to read the answer. */
 const LINGER_MS = 500;
 
+/** How long an answer waits for the rest of a chunked body nobody reads, to say whether the connection stays. */
+const CHUNKED_WAIT_MS = 100;
+
+/** Whether `drained` resolves true within `ms`. */
+async function endsWithin(drained: Promise<boolean>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([drained, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * Holds the body limit for bodies nobody reads. A request answered without reading its body (a 405,
  * a 415, a GET with a body) would leave Node discarding the rest for as long as it comes, so that the
@@ -20,14 +34,15 @@ export function useUnreadBodyLimit(app: FastifyInstance): void {
       reply.header('Connection', 'close');
       return payload;
     }
-    // A body declared past the limit will not be drained: the answer says the connection closes.
-    if (Number(incoming.headers['content-length']) > BODY_LIMIT_BYTES) reply.header('Connection', 'close');
     let discarded = 0;
+    let ended: (withinLimit: boolean) => void = () => undefined;
+    const drained = new Promise<boolean>((resolve) => (ended = resolve));
     const count = (chunk: Buffer): void => {
       discarded += chunk.length;
       if (discarded <= BODY_LIMIT_BYTES) return;
       incoming.off('data', count);
       incoming.pause();
+      ended(false);
       // Closed with our FIN first, the socket dropped a moment later: dropped at once, with the client's
       // bytes still unread here, it would be reset, and a reset makes the client's system discard the
       // answer it has received but not yet read (a client still sending reads late).
@@ -43,6 +58,14 @@ export function useUnreadBodyLimit(app: FastifyInstance): void {
     };
     // Reading the body here also tells Node not to discard it by itself once the answer is written.
     incoming.on('data', count);
+    incoming.once('end', () => ended(true));
+    // The answer says whether the connection stays, and must be true to it. A body of a declared length
+    // within the limit is drained and the connection kept. One declared past the limit is not drained.
+    // A chunked one tells its length only as it ends: it is waited for a moment, and one still coming
+    // after it closes the connection with the answer.
+    const declared = incoming.headers['content-length'];
+    const kept = declared === undefined ? await endsWithin(drained, CHUNKED_WAIT_MS) : Number(declared) <= BODY_LIMIT_BYTES;
+    if (!kept) reply.header('Connection', 'close');
     return payload;
   });
 }
