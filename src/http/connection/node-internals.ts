@@ -36,11 +36,26 @@ export function answerOnBareSocket(request: IncomingMessage, socket: Socket): Se
 }
 
 /**
+ * Makes the close Node's server gives `socket` after an answer that says `Connection: close` linger:
+ * the socket's end (FIN) at once, and the socket dropped `lingerMs` later. Node drops it as soon as the
+ * end is out; a client still sending a body nobody reads is then reset, and a reset makes the client's
+ * system discard the answer it has received but not yet read.
+ */
+export function lingerOnClose(socket: Socket, lingerMs: number): void {
+  // Typed, but undocumented: that Node's server closes a connection through it is what this relies on.
+  socket.destroySoon = () => {
+    socket.end();
+    setTimeout(() => socket.destroy(), lingerMs).unref();
+  };
+}
+
+/**
  * What is wrong with the internals above on this Node, one line each; empty when all hold. Checked on
  * a server that is not listening and a socket that is not connected: nothing is sent.
  */
 export function checkNodeInternals(server: Server, request: IncomingMessage, socket: Socket): string[] {
   const problems: string[] = [];
+  if (typeof (socket as { destroySoon?: unknown }).destroySoon !== 'function') problems.push('socket.destroySoon is gone, which Node\'s server calls to close a connection after an answer that says close');
   const flag = (server as { httpAllowHalfOpen?: unknown }).httpAllowHalfOpen;
   if (typeof flag !== 'boolean') problems.push(`server.httpAllowHalfOpen is ${typeof flag}, not the boolean Node's server reads when a client ends its side`);
   if (typeof (ServerResponse.prototype as { assignSocket?: unknown }).assignSocket !== 'function') problems.push('ServerResponse.prototype.assignSocket is gone');

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { BODY_LIMIT_BYTES } from '../json-body.js';
+import { lingerOnClose } from './node-internals.js';
 
 /** How long a connection closed past the body limit stays open for its client to read the answer. */
 const LINGER_MS = 500;
@@ -65,7 +66,10 @@ export function useUnreadBodyLimit(app: FastifyInstance): void {
     // after it closes the connection with the answer.
     const declared = incoming.headers['content-length'];
     const kept = declared === undefined ? await endsWithin(drained, CHUNKED_WAIT_MS) : Number(declared) <= BODY_LIMIT_BYTES;
-    if (!kept) reply.header('Connection', 'close');
+    if (!kept) {
+      reply.header('Connection', 'close');
+      lingerOnClose(incoming.socket, LINGER_MS);
+    }
     return payload;
   });
 }
