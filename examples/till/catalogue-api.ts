@@ -912,7 +912,7 @@ export interface operations {
                     "application/json": components["schemas"]["Product"];
                 };
             };
-            /** @description The body is not valid UTF-8 JSON, not an object, or breaks the product rules; `errors` lists every failing field. */
+            /** @description The body is not valid UTF-8 JSON, not an object, or breaks the product rules (`errors` lists every failing field); or it comes in a transfer coding other than chunked (`Transfer-Encoding: gzip, chunked`). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -959,15 +959,6 @@ export interface operations {
             };
             /** @description The Idempotency-Key was already used with a different product. */
             422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body is sent in a transfer coding other than chunked (`Transfer-Encoding: gzip, chunked`). */
-            501: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -36,8 +36,9 @@ export function useStrictJsonBodies(app: FastifyInstance): void {
  * Refuses a body in a coding the service does not undo, which it would otherwise read as plain JSON:
  * Node's parser undoes `chunked` alone, and passes the rest of `Transfer-Encoding: gzip, chunked`
  * on undone.
- * @throws HttpProblem 415 for a `Content-Encoding` other than `identity` (RFC 9110 §8.4), 501 for a
- *   transfer coding other than `chunked` (RFC 9112 §6.1).
+ * @throws HttpProblem 415 for a `Content-Encoding` other than `identity` (RFC 9110 §8.4), 400 for a
+ *   transfer coding other than `chunked`: RFC 9112 §6.1 suggests 501, but a 5xx here says the service
+ *   failed, and operators are woken by those; it is the client's request that cannot be read.
  */
 function refuseUnknownCodings(request: FastifyRequest): void {
   const contentCodings = codings(request.headers['content-encoding']).filter((coding) => coding !== 'identity');
@@ -46,7 +47,7 @@ function refuseUnknownCodings(request: FastifyRequest): void {
   }
   const transferCodings = codings(request.headers['transfer-encoding']).filter((coding) => coding !== 'chunked');
   if (transferCodings.length > 0) {
-    throw new HttpProblem(501, `The transfer coding ${transferCodings.join(', ')} is not supported; send the body with Content-Length or chunked alone.`);
+    throw new HttpProblem(400, `The transfer coding ${transferCodings.join(', ')} is not supported; send the body with Content-Length or chunked alone.`);
   }
 }
 
