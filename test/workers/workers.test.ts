@@ -432,11 +432,13 @@ describe('WORKERS refusals', () => {
         return next(url, context);
       }`,
     );
+    // `module.register` works on every supported Node; Node 26 deprecates it (hence --no-deprecation
+    // below) for `registerHooks`, which Node 20 lacks.
     writeFileSync(register, `import { register } from 'node:module'; register(${JSON.stringify(pathToFileURL(hooks).href)});`);
     await ensureBuild();
     for (const name of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
       rmSync(loading, { force: true });
-      const child = spawnChild({ WORKERS: '2', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: databaseUrl(location) }, ['--import', pathToFileURL(register).href, join(ROOT, 'dist', 'server.js')]);
+      const child = spawnChild({ WORKERS: '2', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: databaseUrl(location) }, ['--no-deprecation', '--import', pathToFileURL(register).href, join(ROOT, 'dist', 'server.js')]);
       await passesWithin(30_000, async () => assert.ok(existsSync(loading), 'Fastify is loading'), 10);
       child.process.kill(name);
       const { code, signal } = await child.exited;
