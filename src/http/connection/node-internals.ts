@@ -36,17 +36,12 @@ export function answerOnBareSocket(request: IncomingMessage, socket: Socket): Se
 }
 
 /**
- * Makes the close Node's server gives `socket` after an answer that says `Connection: close` linger:
- * the socket's end (FIN) at once, and the socket dropped `lingerMs` later. Node drops it as soon as the
- * end is out; a client still sending a body nobody reads is then reset, and a reset makes the client's
- * system discard the answer it has received but not yet read.
+ * Has Node's server close `socket` through `close` after an answer that says `Connection: close`,
+ * instead of its own `destroySoon`, which drops the socket as soon as its end is out.
  */
-export function lingerOnClose(socket: Socket, lingerMs: number): void {
+export function closeThrough(socket: Socket, close: () => void): void {
   // Typed, but undocumented: that Node's server closes a connection through it is what this relies on.
-  socket.destroySoon = () => {
-    socket.end();
-    setTimeout(() => socket.destroy(), lingerMs).unref();
-  };
+  socket.destroySoon = close;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { BODY_LIMIT_BYTES } from '../json-body.js';
-import { lingerOnClose } from './node-internals.js';
+import { closeThrough } from './node-internals.js';
 
 /** How long a connection closed past the body limit stays open for its client to read the answer. */
 const LINGER_MS = 500;
@@ -35,6 +35,13 @@ export function useUnreadBodyLimit(app: FastifyInstance): void {
       reply.header('Connection', 'close');
       return payload;
     }
+    // Closed with our FIN first, the socket dropped a moment later: dropped at once, with the client's
+    // bytes still unread here, it would be reset, and a reset makes the client's system discard the
+    // answer it has received but not yet read (a client still sending reads late).
+    const closeLingering = (): void => {
+      incoming.socket.end();
+      setTimeout(() => incoming.socket.destroy(), LINGER_MS).unref();
+    };
     let discarded = 0;
     let ended: (withinLimit: boolean) => void = () => undefined;
     const drained = new Promise<boolean>((resolve) => (ended = resolve));
@@ -44,17 +51,10 @@ export function useUnreadBodyLimit(app: FastifyInstance): void {
       incoming.off('data', count);
       incoming.pause();
       ended(false);
-      // Closed with our FIN first, the socket dropped a moment later: dropped at once, with the client's
-      // bytes still unread here, it would be reset, and a reset makes the client's system discard the
-      // answer it has received but not yet read (a client still sending reads late).
-      const close = (): void => {
-        incoming.socket.end();
-        setTimeout(() => incoming.socket.destroy(), LINGER_MS).unref();
-      };
-      if (reply.raw.writableFinished) close();
+      if (reply.raw.writableFinished) closeLingering();
       else {
-        reply.raw.once('finish', close);
-        reply.raw.once('close', close);
+        reply.raw.once('finish', closeLingering);
+        reply.raw.once('close', closeLingering);
       }
     };
     // Reading the body here also tells Node not to discard it by itself once the answer is written.
@@ -68,7 +68,8 @@ export function useUnreadBodyLimit(app: FastifyInstance): void {
     const kept = declared === undefined ? await endsWithin(drained, CHUNKED_WAIT_MS) : Number(declared) <= BODY_LIMIT_BYTES;
     if (!kept) {
       reply.header('Connection', 'close');
-      lingerOnClose(incoming.socket, LINGER_MS);
+      // Node closes the connection after such an answer: lingering, as above.
+      closeThrough(incoming.socket, closeLingering);
     }
     return payload;
   });
