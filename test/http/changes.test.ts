@@ -7,7 +7,7 @@ import { send } from '../helpers/http.js';
 import { outsideSql } from '../helpers/outside-sql.js';
 import { createProduct, uniqueBarcode } from '../helpers/products.js';
 import { startServer } from '../helpers/server.js';
-import type { CatalogueStore } from '../../src/storage/store.js';
+import { spyOnStore } from '../helpers/store-spy.js';
 
 interface ChangePage {
   version: number;
@@ -257,7 +257,22 @@ describeEachStore('the live change feed: a burst of streams at once', { env: fal
     const reads = { below: 0, running: 0, most: 0, count: 0 };
     // A pool of two connections: streams reading at once would take both, and the reads beyond them
     // would wait past the pool's limit, after their 200.
-    const server = await startServer(location, { CHANGE_STREAMS_MAX: String(STREAMS), DB_POOL_MAX: '2' }, { wrapStore: (store) => countingChangeReads(store, reads) });
+    const server = await startServer(location, { CHANGE_STREAMS_MAX: String(STREAMS), DB_POOL_MAX: '2' }, {
+      // Counting the streams' catch-up reads (not the live source's, which reads after the catalogue's
+      // version): how many, and the most at once.
+      wrapStore: (store) =>
+        spyOnStore(store, 'readChanges', async ([since], call) => {
+          if ((since as number) >= reads.below) return call();
+          reads.count += 1;
+          reads.running += 1;
+          reads.most = Math.max(reads.most, reads.running);
+          try {
+            return await call();
+          } finally {
+            reads.running -= 1;
+          }
+        }),
+    });
     t.after(() => server.stop());
     const products = Array.from({ length: PRODUCTS }, (_, i) => ({ name: `Burst ${i}`, barcode: uniqueBarcode(), priceCents: 100 + i }));
     await server.store.insertProducts((async function* () {
@@ -282,25 +297,3 @@ describeEachStore('the live change feed: a burst of streams at once', { env: fal
     assert.ok(reads.count < (STREAMS * 3) / 2, `${reads.count} catch-up reads for ${STREAMS} streams of 3 pages each`);
   });
 });
-
-/** `store`, counting in `reads` its reads of changes after a version below `reads.below`: how many, how many run now, and the most at once. */
-function countingChangeReads(store: CatalogueStore, reads: { below: number; running: number; most: number; count: number }): CatalogueStore {
-  return new Proxy(store, {
-    get(target, key) {
-      const value: unknown = Reflect.get(target, key, target);
-      if (typeof value !== 'function') return value;
-      if (key !== 'readChanges') return value.bind(target);
-      return async (...args: unknown[]): Promise<unknown> => {
-        if ((args[0] as number) >= reads.below) return Reflect.apply(value, target, args);
-        reads.count += 1;
-        reads.running += 1;
-        reads.most = Math.max(reads.most, reads.running);
-        try {
-          return await Reflect.apply(value, target, args);
-        } finally {
-          reads.running -= 1;
-        }
-      };
-    },
-  });
-}

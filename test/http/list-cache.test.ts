@@ -1,31 +1,22 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
-import type { CatalogueStore } from '../../src/storage/store.js';
 import { describeEachStore } from '../helpers/each-store.js';
 import { passesWithin } from '../helpers/passes-within.js';
 import { createProduct, listAll } from '../helpers/products.js';
 import { startFreshServer, type RunningServer } from '../helpers/server.js';
-
-/** The store, counting the batches of products it reads. */
-function countingReads(store: CatalogueStore, reads: { count: number }): CatalogueStore {
-  return new Proxy(store, {
-    get(target, key) {
-      const value: unknown = Reflect.get(target, key, target);
-      if (typeof value !== 'function') return value;
-      return (...args: unknown[]): unknown => {
-        if (key === 'listProductsAfter') reads.count += 1;
-        return Reflect.apply(value, target, args);
-      };
-    },
-  });
-}
+import { spyOnStore } from '../helpers/store-spy.js';
 
 describeEachStore('v1 list kept per revision', { env: false }, (ctx) => {
   const reads = { count: 0 };
   let server: RunningServer;
   before(async () => {
-    server = await startFreshServer(ctx.testStore, {}, { wrapStore: (store) => countingReads(store, reads) });
+    server = await startFreshServer(ctx.testStore, {}, { wrapStore: (store) =>
+        // Counting the batches of products it reads.
+        spyOnStore(store, 'listProductsAfter', (_args, call) => {
+          reads.count += 1;
+          return call();
+        }), });
   });
   after(() => server.stop());
 
