@@ -19,6 +19,21 @@ export interface Answer {
   readonly error?: string;
 }
 
+/**
+ * Sends `message` to the other side; `sent` is told when it is written or why it could not be. Node
+ * reports a channel already closed (a worker just killed, the primary gone) to that callback, and
+ * without one as an 'error' event on the process object, which nothing listens for: the primary would
+ * end with every worker.
+ */
+export type Send<M> = (message: M, sent: (error: Error | null) => void) => void;
+
+/** The `Send` of one end of an IPC channel: a cluster worker, as its primary sees it, or a child process's own `process`. */
+export function sendOver(channel: { send(message: unknown, sendHandle: undefined, callback: (error: Error | null) => void): boolean }): Send<Question | Answer> {
+  return (message, sent) => {
+    channel.send(message, undefined, sent);
+  };
+}
+
 /** How long a question may go unanswered: a worker that does not answer in this time counts as failing. */
 export const ANSWER_WITHIN_MS = 3000;
 
@@ -35,28 +50,31 @@ export function isAnswer(message: unknown): message is Answer {
  * `settle` is given every answer that arrives.
  */
 export class Questions {
-  readonly #send: (message: Question) => void;
+  readonly #send: Send<Question>;
   readonly #waiting = new Map<number, { resolve(value: unknown): void; reject(error: Error): void; timer: NodeJS.Timeout }>();
   #next = 0;
 
-  constructor(send: (message: Question) => void) {
+  constructor(send: Send<Question>) {
     this.#send = send;
   }
 
+  /** Resolves with the other side's answer; rejects when it answers with an error, not in time, or the channel is closed. */
   ask(what: string, args?: unknown, withinMs = ANSWER_WITHIN_MS): Promise<unknown> {
     const id = ++this.#next;
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#waiting.delete(id);
-        reject(new Error(`no answer to ${what} within ${withinMs} ms`));
-      }, withinMs);
+      const fail = (error: unknown): void => {
+        if (!this.#waiting.delete(id)) return;
+        clearTimeout(timer);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      };
+      const timer = setTimeout(() => fail(new Error(`no answer to ${what} within ${withinMs} ms`)), withinMs);
       this.#waiting.set(id, { resolve, reject, timer });
       try {
-        this.#send({ catalogue: 'ask', id, what, args });
+        this.#send({ catalogue: 'ask', id, what, args }, (error) => {
+          if (error !== null) fail(error);
+        });
       } catch (error) {
-        clearTimeout(timer);
-        this.#waiting.delete(id);
-        reject(error instanceof Error ? error : new Error(String(error)));
+        fail(error);
       }
     });
   }
@@ -81,16 +99,16 @@ export class Questions {
 }
 
 /** Answers `question` with what `answer` gives for it, sending the answer with `send`; a channel already closed is no failure. */
-export function answerQuestion(question: Question, answer: (what: string, args: unknown) => Promise<unknown>, send: (message: Answer) => void): void {
+export function answerQuestion(question: Question, answer: (what: string, args: unknown) => Promise<unknown>, send: Send<Answer>): void {
   answer(question.what, question.args).then(
     (value) => sendQuietly(send, { catalogue: 'answer', id: question.id, value }),
     (error: unknown) => sendQuietly(send, { catalogue: 'answer', id: question.id, error: error instanceof Error ? error.message : String(error) }),
   );
 }
 
-function sendQuietly(send: (message: Answer) => void, message: Answer): void {
+function sendQuietly(send: Send<Answer>, message: Answer): void {
   try {
-    send(message);
+    send(message, () => undefined);
   } catch {
     // The asker has gone (a worker stopping, the primary killed): nobody is left to tell.
   }

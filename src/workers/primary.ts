@@ -2,7 +2,7 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import LocalStore from '@fastify/rate-limit/store/LocalStore.js';
 import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
-import { answerQuestion, isAnswer, isQuestion, Questions, type Question } from './asking.js';
+import { answerQuestion, isAnswer, isQuestion, Questions, sendOver } from './asking.js';
 import { WRITE_NOTICE_WITHIN_MS, type RateCount } from './worker-group.js';
 
 /** A worker that ends sooner than this after its start is failing to start: its next one waits. */
@@ -151,14 +151,18 @@ export function startPrimary({ workers, log, stopGraceMs }: PrimaryOptions): Pri
 
   const fork = (): void => {
     const worker = cluster.fork();
-    const member: Member = { worker, questions: new Questions((message: Question) => worker.send(message)), startedAt: Date.now(), listening: false, unanswering: false, streams: 0 };
+    const send = sendOver(worker);
+    const member: Member = { worker, questions: new Questions(send), startedAt: Date.now(), listening: false, unanswering: false, streams: 0 };
     members.set(worker.id, member);
     worker.on('message', (message: unknown) => {
       // Any message, even a late answer to a question given up on, shows the worker runs again.
       member.unanswering = false;
       if (isAnswer(message)) member.questions.settle(message);
-      else if (isQuestion(message)) answerQuestion(message, (what, args) => answer(what, args, member), (reply) => worker.send(reply));
+      else if (isQuestion(message)) answerQuestion(message, (what, args) => answer(what, args, member), send);
     });
+    // What Node's cluster itself reports on a worker (its own messages, a kill that failed): the worker's
+    // end, if it comes, is handled on 'exit'; unheard, the event would end the primary and every worker.
+    worker.on('error', (error) => log.error(`worker ${worker.process.pid}: ${error.message}`));
     worker.on('listening', ({ address: host, port }) => {
       member.listening = true;
       failedStarts = 0;

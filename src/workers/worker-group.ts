@@ -1,6 +1,6 @@
 import cluster from 'node:cluster';
 import type { WriteNotices } from '../storage/store.js';
-import { ANSWER_WITHIN_MS, answerQuestion, isAnswer, isQuestion, Questions } from './asking.js';
+import { ANSWER_WITHIN_MS, answerQuestion, isAnswer, isQuestion, Questions, sendOver } from './asking.js';
 
 /** The primary asks every worker in turn: it gets longer than one worker does. */
 const PRIMARY_ANSWERS_WITHIN_MS = ANSWER_WITHIN_MS + 1000;
@@ -56,7 +56,9 @@ export interface WorkerGroup {
  */
 export function joinWorkerGroup(size: number): WorkerGroup | undefined {
   if (!cluster.isWorker) return undefined;
-  const questions = new Questions((message) => process.send!(message));
+  // A worker always has its channel to the primary: `process.send` is there.
+  const send = sendOver(process as { send: NonNullable<NodeJS.Process['send']> });
+  const questions = new Questions(send);
   const notices = new WorkerWriteNotices(() => questions.ask('write-committed', undefined, WRITE_NOTICE_WITHIN_MS + 1000));
   let answers: WorkerAnswers | undefined;
   process.on('message', (message: unknown) => {
@@ -71,7 +73,7 @@ export function joinWorkerGroup(size: number): WorkerGroup | undefined {
         if (what === 'metrics') return answers.metrics();
         if (what === 'ready') return answers.ready();
         throw new Error(`no such question: ${what}`);
-      }, (answer) => process.send!(answer));
+      }, send);
     }
   });
   process.once('disconnect', () => questions.failAll('the primary process is gone'));
