@@ -1,27 +1,15 @@
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { spawnChild } from '../test/helpers/child-server.js';
+import { freePort, spawnChild } from '../test/helpers/child-server.js';
 import { send } from './client.js';
+
+export { freePort };
 
 export interface Target {
   readonly label: string;
   readonly port: number;
   readonly child: ChildProcess;
   stop(): Promise<void>;
-}
-
-/** A port no one listens on right now (the child binds it a moment later). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /**

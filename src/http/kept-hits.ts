@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type RequestListener, type Server, 
 import { performance } from 'node:perf_hooks';
 import { type AnswerHeaders, requestId } from './answer-headers.js';
 import { type CachedAnswers, notModified } from './cached-answers.js';
+import { STOP_BEGINS } from './connection/stop.js';
 import { countHeader, isValidHost } from './request-address.js';
 
 /** What a request to a route with kept answers is, for its key: the target as sent and the parts the key may need. */
@@ -67,7 +68,8 @@ const ASKING_MORE = ['content-length', 'transfer-encoding', 'expect', 'upgrade']
  *   has none (HTTP/1.0), whose links would then use the local address;
  * - a request pipelined behind an answer not yet written (`response.socket` is null until the answers
  *   before it are out), which the pipelined order may hold back;
- * - while the service is overloaded, so that the refusal answers it.
+ * - while the service is overloaded, so that the refusal answers it;
+ * - once the service stops (`STOP_BEGINS`).
  * It is off where a request must meet more than that (the rate limit counts every request, and at
  * `LOG_LEVEL` info and below every request is logged): `serve` is then never called.
  */
@@ -116,6 +118,10 @@ export class KeptHits {
   readonly serverFactory = (fastifyListener: RequestListener, options: ServerSettings): Server => {
     const server = createServer(options.http ?? {}, (request, response) => {
       if (!this.#answer(request, response)) fastifyListener(request, response);
+    });
+    // Once the service stops, every request goes to Fastify (see STOP_BEGINS).
+    server.once(STOP_BEGINS, () => {
+      this.#settings = undefined;
     });
     if (options.keepAliveTimeout !== undefined) server.keepAliveTimeout = options.keepAliveTimeout;
     if (options.requestTimeout !== undefined) server.requestTimeout = options.requestTimeout;

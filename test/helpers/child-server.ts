@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { DatabaseLocation } from '../../src/config.js';
+import { send } from './http.js';
 
 /** The service from its sources, as tests run it; a build runs as `[join(dist, 'server.js')]`. */
 export const SERVER_SOURCE_ARGS: readonly string[] = Object.freeze(['--import', 'tsx', fileURLToPath(new URL('../../src/server.ts', import.meta.url))]);
@@ -129,6 +131,47 @@ export const TEST_WORKERS = process.env.TEST_WORKERS?.trim() || '1';
 export async function spawnServer(env: Record<string, string>, args: readonly string[] = SERVER_SOURCE_ARGS): Promise<ChildServer> {
   const child = spawnChild({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', WORKERS: TEST_WORKERS, ...env }, args);
   return { ...child, url: await servingAt(child) };
+}
+
+/** A port no process listens on right now (a child binds it a moment later). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Starts the service with `LOG_LEVEL=warn`, as a quiet deployment runs it (kept answers are then
+ * written before routing), on a port chosen here. It logs no `serving at` line to wait for: it is
+ * ready once `/healthz` answers and, with workers, once `/metrics` counts every one of them listening
+ * (at most 30 s).
+ */
+export async function spawnQuietServer(env: Record<string, string>): Promise<ChildServer> {
+  const port = await freePort();
+  const fullEnv = { HOST: '127.0.0.1', WORKERS: TEST_WORKERS, ...env, PORT: String(port), LOG_LEVEL: 'warn' };
+  const child = spawnChild(fullEnv);
+  const url = `http://127.0.0.1:${port}`;
+  const workers = Number(fullEnv.WORKERS);
+  const ready = async (): Promise<boolean> => {
+    const answer = await send(`${url}${workers > 1 ? '/metrics' : '/healthz'}`).catch(() => undefined);
+    if (answer?.status !== 200) return false;
+    return workers > 1 ? new RegExp(`^catalogue_workers ${workers}$`, 'm').test(answer.text) : true;
+  };
+  const until = Date.now() + 30_000;
+  while (!(await ready())) {
+    if (Date.now() > until || child.process.exitCode !== null) {
+      await child.stop();
+      throw new Error(`the service was not ready within 30 s: ${child.stderr()}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return { ...child, url };
 }
 
 /** The address in the service's `serving at URL with ...` line, once it has logged it. */

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Agent } from 'node:http';
-import { connect as netConnect, createServer, type AddressInfo } from 'node:net';
+import { connect as netConnect } from 'node:net';
 import { describe, it, type TestContext } from 'node:test';
-import { databaseUrl, runServiceUntilExit, spawnChild, spawnServer, type ChildServer } from '../helpers/child-server.js';
+import { databaseUrl, runServiceUntilExit, spawnChild, spawnQuietServer, spawnServer, type ChildServer } from '../helpers/child-server.js';
 import { sqlite } from '../helpers/stores.js';
 import { describeEachStore } from '../helpers/each-store.js';
 import { openEventStream, type EventStreamClient } from '../helpers/event-stream.js';
@@ -125,34 +125,6 @@ async function startWorkers(location: DatabaseLocation, env: Record<string, stri
   return spawnServer({ DATABASE_URL: databaseUrl(location), WORKERS: '2', ...env });
 }
 
-/**
- * The service with two workers at LOG_LEVEL=warn, which logs no `serving at` line: it is given a free
- * port, and is ready once /metrics counts both workers.
- */
-async function startQuietWorkers(location: DatabaseLocation): Promise<ChildServer> {
-  const port = await freePort();
-  const child = spawnChild({ DATABASE_URL: databaseUrl(location), WORKERS: '2', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn' });
-  const server = { ...child, url: `http://127.0.0.1:${port}` };
-  try {
-    await passesWithin(30_000, async () => {
-      assert.equal(sample((await send(`${server.url}/metrics`)).text, 'catalogue_workers'), 2);
-    });
-  } catch (error) {
-    await child.stop();
-    throw error;
-  }
-  return server;
-}
-
-/** A port no process listens on right now. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 // A limit for a hang, not a bound on speed: the block's tests took up to 103 s on PostgreSQL while CI
 // ran another Node's suites beside them.
 describeEachStore('WORKERS=2', { env: false, timeout: 300_000 }, (ctx) => {
@@ -190,7 +162,7 @@ describeEachStore('WORKERS=2', { env: false, timeout: 300_000 }, (ctx) => {
   for (const logLevel of ['info', 'warn']) {
     it(`reads a write back at once through the other worker, even while the database's own notices of it are held back (LOG_LEVEL=${logLevel})`, async (t) => {
       const { location } = await ctx.freshDatabase(t);
-      const server = logLevel === 'info' ? await startWorkers(location) : await startQuietWorkers(location);
+      const server = logLevel === 'info' ? await startWorkers(location) : await spawnQuietServer({ DATABASE_URL: databaseUrl(location), WORKERS: '2' });
       t.after(() => server.stop());
       if (logLevel === 'info') await server.waitForLog((line) => line.msg?.startsWith('Server listening at ') === true && new Set(workerPids(server)).size === 2);
       // PostgreSQL tells each worker of a commit by a notice, which can arrive after the writer has answered

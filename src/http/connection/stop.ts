@@ -56,6 +56,12 @@ export function closeConnectionsOnStop(server: Server): { acceptPending(): Promi
     follow(socket, answers, response);
     if (closing) closeWhenOwingNothing(socket, answers);
   });
+  /** From here on each connection's last answer says close; listeners that answer before routing step aside. */
+  const beginClosing = (): void => {
+    if (closing) return;
+    closing = true;
+    server.emit(STOP_BEGINS);
+  };
   /**
    * Follows every answer each connection owes now, the one being written first, and has the last say
    * close; with `closeIdle`, closes the connections that owe none.
@@ -87,7 +93,7 @@ export function closeConnectionsOnStop(server: Server): { acceptPending(): Promi
      */
     async acceptPending(): Promise<void> {
       if (!closing) {
-        closing = true;
+        beginClosing();
         markOwed(false);
       }
       const until = Date.now() + PENDING_ACCEPT_MS;
@@ -106,14 +112,22 @@ export function closeConnectionsOnStop(server: Server): { acceptPending(): Promi
     stopping(): void {
       if (stopping) return;
       stopping = true;
-      closing = true;
+      beginClosing();
       markOwed(true);
     },
   };
 }
 
+/**
+ * Emitted on the server when a stop begins. A request listener that answers before routing (kept
+ * answers) must then leave every request to the routes: an answer written at once, while the requests
+ * pipelined behind it in the same packet are not yet read, would be taken for the connection's last
+ * and close it, and those requests would go unanswered (creates among them stored all the same).
+ */
+export const STOP_BEGINS = 'catalogue:stop-begins';
+
 /** The longest the stop waits for connections the kernel holds to be accepted: a share of its 10 s. */
-const PENDING_ACCEPT_MS = 1_000;
+const PENDING_ACCEPT_MS = 3_000;
 
 /** How long no new connection must come before the stop takes it that none is pending. */
 const PENDING_QUIET_MS = 50;
