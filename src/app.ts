@@ -99,7 +99,7 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   useSharedSchemas(app);
   // Before everything that costs work, after the hooks that give every answer its id and CORS headers.
   declareOverloadAnswer(app);
-  if (refuseWhenOverloaded) await useOverloadRefusal(app);
+  const underPressure = refuseWhenOverloaded ? await useOverloadRefusal(app) : () => false;
   // With workers, the bound is the instance's: the primary counts every worker's streams.
   const streams = new ChangeStreams(store, { max: config.changeStreamsMax, shared: workerGroup });
   // Streams never end by themselves: a stop would otherwise wait its whole time limit for them.
@@ -125,7 +125,6 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   // A hit answered ahead of Fastify is not logged and not counted by the rate limit: with either, hits
   // go through Fastify like every request.
   if (config.rateLimit === undefined && !REQUEST_LOG_LEVELS.has(app.log.level)) {
-    const underPressure = refuseWhenOverloaded ? () => app.isUnderPressure() : () => false;
     hits.serve({ answerHeaders, counterOf: metrics.counterOf, underPressure });
   }
   return app;

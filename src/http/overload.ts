@@ -49,15 +49,32 @@ export function declareOverloadAnswer(app: FastifyInstance): void {
   });
 }
 
-export async function useOverloadRefusal(app: FastifyInstance): Promise<void> {
+/**
+ * Refuses requests while the event loop is overloaded, and returns whether it would refuse one now.
+ *
+ * It refuses nothing until a sample taken wholly after the service listens is in: the samples under
+ * way while it starts hold the pauses of starting (every route's schemas compiled), which on a busy
+ * machine last seconds and are no overload. Counted, they made a service just started on a busy
+ * machine refuse its first requests for half a second.
+ */
+export async function useOverloadRefusal(app: FastifyInstance): Promise<() => boolean> {
+  let refusesFrom = Number.POSITIVE_INFINITY;
+  app.addHook('onListen', (done) => {
+    // The sample under way as it listens ends within one interval; the one after it is the first clean one.
+    refusesFrom = performance.now() + 2 * OVERLOAD.sampleMs;
+    done();
+  });
+  const refusing = (): boolean => performance.now() >= refusesFrom;
   await app.register(underPressure, {
     maxEventLoopDelay: OVERLOAD.maxEventLoopDelayMs,
     sampleInterval: OVERLOAD.sampleMs,
+    // Called only while the last sample is over the limit.
     pressureHandler: async (request) => {
-      if (ALWAYS_SERVED.has(request.routeOptions.url ?? '')) return;
+      if (ALWAYS_SERVED.has(request.routeOptions.url ?? '') || !refusing()) return;
       throw new HttpProblem(503, 'The service is overloaded right now; try again shortly.', {
         headers: { 'Retry-After': String(OVERLOAD.retryAfterSeconds) },
       });
     },
   });
+  return () => app.isUnderPressure() && refusing();
 }

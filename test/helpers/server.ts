@@ -34,6 +34,8 @@ export interface ServerOptions {
   readonly refuseWhenOverloaded?: boolean;
   /** How the store is opened, beyond the settings. */
   readonly storeOptions?: StoreOptions;
+  /** Runs once the app is built, before it listens: what a slow start does there. */
+  readonly beforeListen?: () => Promise<void>;
   /**
    * The test reads the app itself (its Node server): it runs in the test's process even when the suite
    * runs its servers as workers. So does a server with `wrapStore` or `refuseWhenOverloaded`.
@@ -62,6 +64,7 @@ export async function startServer(location: DatabaseLocation, env: Record<string
   // Stopped as the service stops (src/server.ts): a connection that owes nothing is closed at once. Left
   // to app.close() alone, one a client opened and never used held the stop for Node's 60 s headersTimeout.
   const connections = closeConnectionsOnStop(app.server);
+  await options.beforeListen?.();
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
   return {

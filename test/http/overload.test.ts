@@ -1,19 +1,22 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { OVERLOAD } from '../../src/http/overload.js';
-import { send, type RawResponse } from '../helpers/http.js';
+import { postJson, send, type RawResponse } from '../helpers/http.js';
 import { passesWithin } from '../helpers/passes-within.js';
 import { startServer, type RunningServer } from '../helpers/server.js';
 
 /** Keeps the event loop busy `busyMs` out of every `everyMs`, as a flood of requests would. */
 function loadEventLoop(busyMs: number, everyMs: number): () => void {
-  const timer = setInterval(() => {
-    const until = performance.now() + busyMs;
-    while (performance.now() < until) {
-      // Busy on purpose: this stands for more work than the process can do.
-    }
-  }, everyMs);
+  const timer = setInterval(() => pause(busyMs), everyMs);
   return () => clearInterval(timer);
+}
+
+/** Keeps the event loop busy `ms` at a stretch. */
+function pause(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    // Busy on purpose: this stands for more work than the process can do.
+  }
 }
 
 /** Asks for the product list until it answers `status`, for at most 10 s (the machine may be busy). */
@@ -50,6 +53,37 @@ describe('a service offered more than it can serve', () => {
         detail: 'The service is overloaded right now; try again shortly.',
       });
       assert.equal((await send(`${server.url}/healthz`)).status, 200);
+    } finally {
+      stop();
+    }
+    await statusWithin(server.url, 200);
+  });
+});
+
+describe('a service whose start paused its event loop longer than the limit', () => {
+  let server: RunningServer;
+  before(async () => {
+    // Two pauses with a turn of the loop between them, so that a whole sample holds nothing but a pause.
+    const slowStart = async (): Promise<void> => {
+      for (let n = 0; n < 2; n++) {
+        pause(OVERLOAD.maxEventLoopDelayMs * 1.5);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    };
+    server = await startServer({ kind: 'sqlite', path: ':memory:' }, {}, { refuseWhenOverloaded: true, beforeListen: slowStart });
+  });
+  after(() => server.stop());
+
+  it('serves its first requests: the pauses of starting are no overload; an overload after them is refused', async () => {
+    const created = await postJson(`${server.url}/api/v1/shop/product/`, JSON.stringify({ name: 'First', barcode: '4006381333931', price: '1.00' }));
+    assert.equal(created.status, 201, created.text);
+    const { pk } = created.json as { pk: number };
+    assert.equal((await send(`${server.url}/api/v1/shop/product/${pk}`)).status, 200);
+    assert.equal((await send(`${server.url}/api/v1/shop/products`)).status, 200);
+    // The start's allowance ends: the same service refuses once it is overloaded.
+    const stop = loadEventLoop(OVERLOAD.maxEventLoopDelayMs * 1.5, 50);
+    try {
+      await statusWithin(server.url, 503);
     } finally {
       stop();
     }
