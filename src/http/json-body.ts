@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, preParsingHookHandler } from 'fastify';
 import { parseJsonKeepingNumbers } from '../catalogue/parse-json.js';
 import { HttpProblem } from './problem.js';
 
@@ -22,6 +22,22 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  */
 export function useStrictJsonBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
+  // On a route that reads a body, a coding the service does not undo is refused on the request's head,
+  // before the body is read: no `100 Continue` invites the upload, and a small body is drained, so the
+  // connection carries the next request (docs/API.md, "Expect: 100-continue"). Only there: every other
+  // request would pay for a hook with nothing to do. The parser checks again for any other body it reads.
+  const refuseOnHead: preParsingHookHandler = (request, _reply, payload, done) => {
+    try {
+      if (request.mediaType === JSON_MEDIA_TYPE) refuseUnknownCodings(request);
+      done(null, payload);
+    } catch (error) {
+      done(error as Error);
+    }
+  };
+  app.addHook('onRoute', (route) => {
+    if (route.schema?.body === undefined) return;
+    route.preParsing = [...(route.preParsing === undefined ? [] : [route.preParsing].flat()), refuseOnHead];
+  });
   app.addContentTypeParser(JSON_MEDIA_TYPE, { parseAs: 'buffer', bodyLimit: BODY_LIMIT_BYTES }, (request: FastifyRequest, raw: Buffer | string, done) => {
     try {
       refuseUnknownCodings(request);
@@ -41,14 +57,37 @@ export function useStrictJsonBodies(app: FastifyInstance): void {
  *   failed, and operators are woken by those; it is the client's request that cannot be read.
  */
 function refuseUnknownCodings(request: FastifyRequest): void {
-  const contentCodings = codings(request.headers['content-encoding']).filter((coding) => coding !== 'identity');
-  if (contentCodings.length > 0) {
-    throw new HttpProblem(415, `The body is encoded (Content-Encoding: ${contentCodings.join(', ')}), which the service does not decode; send it as plain JSON.`);
+  const { content, transfer } = unknownCodings(request);
+  if (content.length > 0) {
+    const named = nameable(content) ? `Content-Encoding: ${content.join(', ')}` : 'a Content-Encoding other than identity';
+    throw new HttpProblem(415, `The body is encoded (${named}), which the service does not decode; send it as plain JSON.`);
   }
-  const transferCodings = codings(request.headers['transfer-encoding']).filter((coding) => coding !== 'chunked');
-  if (transferCodings.length > 0) {
-    throw new HttpProblem(400, `The transfer coding ${transferCodings.join(', ')} is not supported; send the body with Content-Length or chunked alone.`);
+  if (transfer.length > 0) {
+    const named = nameable(transfer) ? `The transfer coding ${transfer.join(', ')} is` : 'Transfer codings other than chunked are';
+    throw new HttpProblem(400, `${named} not supported; send the body with Content-Length or chunked alone.`);
   }
+}
+
+/**
+ * Whether a refusal may name these codings back: a few short names (RFC 9110 tokens), as real
+ * codings are. A header may hold anything up to the 16 KiB of a request's head, in bytes Node reads as
+ * Latin-1, which a problem document would repeat garbled or whole.
+ */
+function nameable(codings: readonly string[]): boolean {
+  return codings.length <= 4 && codings.every((coding) => /^[!#$%&'*+.^_`|~0-9a-z-]{1,32}$/.test(coding));
+}
+
+/** Whether the body comes in a coding the service does not undo, and will be refused unread. */
+export function hasUnknownCodings(request: FastifyRequest): boolean {
+  const { content, transfer } = unknownCodings(request);
+  return content.length > 0 || transfer.length > 0;
+}
+
+function unknownCodings(request: FastifyRequest): { content: string[]; transfer: string[] } {
+  return {
+    content: codings(request.headers['content-encoding']).filter((coding) => coding !== 'identity'),
+    transfer: codings(request.headers['transfer-encoding']).filter((coding) => coding !== 'chunked'),
+  };
 }
 
 /** The codings a header lists, lowercased; none when it is absent. */

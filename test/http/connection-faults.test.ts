@@ -143,6 +143,39 @@ describeEachStore('what a connection carries besides one request', (ctx) => {
     }
   });
 
+  it('runs no request pipelined behind an answer that closes the connection: a create there is stored only if answered', async () => {
+    const body = `{"pad": "${'x'.repeat(20_000)}"}`;
+    const declared = `Content-Length: ${body.length}\r\n\r\n${body}`;
+    const chunked = `Transfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`;
+    for (const [head, status] of [
+      ['PUT /api/v1/shop/product/1 HTTP/1.1\r\nContent-Type: application/json', '405 Method Not Allowed'],
+      ['POST /api/v1/shop/product/ HTTP/1.1\r\nContent-Type: application/json\r\nContent-Encoding: gzip', '415 Unsupported Media Type'],
+      ['POST /api/v1/shop/product/ HTTP/1.1\r\nContent-Type: text/plain', '415 Unsupported Media Type'],
+      ['POST /api/v1/shop/product/ HTTP/1.1\r\nContent-Type: application/json', '413 Payload Too Large'],
+      ['GET /api/v1/shop/products?barcode=0000000000000 HTTP/1.1', '200 OK'],
+    ] as const) {
+      for (const rest of [declared, chunked]) {
+        const barcode = uniqueBarcode();
+        const product = `{"name": "Behind a close", "barcode": "${barcode}", "price": "1.00"}`;
+        const behind =
+          'POST /api/v1/shop/product/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\nConnection: close\r\n' +
+          `Content-Length: ${product.length}\r\n\r\n${product}`;
+        const what = `${head.split('\r\n').slice(0, 3).join(', ')}; ${rest.slice(0, 17)}`;
+        const raw = await rawExchange(ctx.server.url, `${head}\r\nHost: shop.example\r\n${rest}${behind}`);
+        // A body that has arrived whole by the time its answer is written is passed over, and the
+        // connection kept for the create; one still arriving closes it, and the create is not run.
+        const statuses = statusLines(raw);
+        if (statuses.length === 1) assert.match(raw, /\r\nConnection: close\r\n/i, what);
+        else assert.deepEqual(statuses.slice(1), ['HTTP/1.1 201 Created'], what);
+        assert.equal(statuses[0], `HTTP/1.1 ${status}`, what);
+        // Had the create run unanswered, it would have been stored as the connection closed: give it the time.
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        const listed = await send(`${ctx.server.url}/api/v1/shop/products?barcode=${barcode}`);
+        assert.equal((listed.json as unknown[]).length, statuses.length - 1, `${what}: the create behind is stored if and only if answered`);
+      }
+    }
+  });
+
   it('drains a small body nobody reads and keeps the connection for the next request', async () => {
     const raw = await rawExchange(
       ctx.server.url,
@@ -150,6 +183,31 @@ describeEachStore('what a connection carries besides one request', (ctx) => {
         'GET /healthz HTTP/1.1\r\nHost: shop.example\r\nConnection: close\r\n\r\n',
     );
     assert.deepEqual(statusLines(raw), ['HTTP/1.1 200 OK', 'HTTP/1.1 200 OK']);
+  });
+
+  it('closes the connection after a body it read and refused as not JSON, and says so on the answer (Fastify closes after any body its parser refused)', async () => {
+    const raw = await rawExchange(
+      ctx.server.url,
+      'POST /api/v1/shop/product/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\n{bad}' +
+        'GET /healthz HTTP/1.1\r\nHost: shop.example\r\n\r\n',
+    );
+    assert.deepEqual(statusLines(raw), ['HTTP/1.1 400 Bad Request']);
+    assert.match(raw, /\r\nConnection: close\r\n/i);
+  });
+
+  it('refuses an encoded body on its head, reads it past, stores nothing and keeps the connection for the next request', async () => {
+    const barcode = uniqueBarcode();
+    const product = `{"name": "Encoded", "barcode": "${barcode}", "price": "1.00"}`;
+    for (const rest of [`Content-Length: ${product.length}\r\n\r\n${product}`, `Transfer-Encoding: chunked\r\n\r\n${product.length.toString(16)}\r\n${product}\r\n0\r\n\r\n`]) {
+      const raw = await rawExchange(
+        ctx.server.url,
+        `POST /api/v1/shop/product/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n${rest}` +
+          'GET /healthz HTTP/1.1\r\nHost: shop.example\r\nConnection: close\r\n\r\n',
+      );
+      assert.deepEqual(statusLines(raw), ['HTTP/1.1 415 Unsupported Media Type', 'HTTP/1.1 200 OK'], rest.slice(0, 20));
+    }
+    const listed = await send(`${ctx.server.url}/api/v1/shop/products?barcode=${barcode}`);
+    assert.deepEqual(listed.json, [], 'the encoded create stored nothing');
   });
 
   it('refuses two Host headers with a 400 problem (RFC 9112 §3.2)', async () => {

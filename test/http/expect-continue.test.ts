@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { before, it } from 'node:test';
 import { describeEachStore } from '../helpers/each-store.js';
+import { send } from '../helpers/http.js';
 import { createProduct, uniqueBarcode } from '../helpers/products.js';
 import { rawExchange } from '../helpers/raw-socket.js';
 
@@ -40,6 +41,8 @@ describeEachStore('Expect: 100-continue', (ctx) => {
       [`PUT /api/v1/shop/product/${pk} HTTP/1.1\r\nHost: shop.example\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n`, 405],
       // A body that is not JSON.
       ['POST /api/v1/shop/product/ HTTP/1.1\r\nHost: shop.example\r\nExpect: 100-continue\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\n', 415],
+      // A body in a coding the service does not decode: refused on its head, though its type is JSON.
+      ['POST /api/v1/shop/product/ HTTP/1.1\r\nHost: shop.example\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: 10\r\n\r\n', 415],
       // A body over the limit.
       ['POST /api/v1/shop/product/ HTTP/1.1\r\nHost: shop.example\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: 20000\r\n\r\n', 413],
     ];
@@ -71,6 +74,24 @@ describeEachStore('Expect: 100-continue', (ctx) => {
       assert.match(raw.toLowerCase(), /\r\nconnection: close\r\n/);
       assert.match(raw.toLowerCase(), /\r\nx-request-id: odd-expect\r\n/);
       assert.match(raw, /"status":417/);
+    }
+  });
+
+  it('runs no create pipelined behind a 417, first on its connection or behind another create', async () => {
+    const create = (barcode: string, expect = ''): string => {
+      const body = `{"name": "Behind a 417", "barcode": "${barcode}", "price": "1.00"}`;
+      return `POST /api/v1/shop/product/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\n${expect}Content-Length: ${body.length}\r\n\r\n${body}`;
+    };
+    for (const ahead of [false, true]) {
+      const [first, refused, behind] = [uniqueBarcode(), uniqueBarcode(), uniqueBarcode()];
+      const raw = await rawExchange(ctx.server.url, (ahead ? create(first) : '') + create(refused, 'Expect: 100-continue, foo\r\n') + create(behind), 3000);
+      assert.deepEqual(raw.match(/HTTP\/1\.1 \d{3}/g), [...(ahead ? ['HTTP/1.1 201'] : []), 'HTTP/1.1 417'], `a create ahead: ${ahead}`);
+      // Had the create behind run, it would have been stored as the connection closed: give it the time.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      for (const [barcode, stored] of [[first, ahead], [refused, false], [behind, false]] as const) {
+        const listed = await send(`${ctx.server.url}/api/v1/shop/products?barcode=${barcode}`);
+        assert.equal((listed.json as unknown[]).length, stored ? 1 : 0, `${barcode === first ? 'the create ahead' : barcode === refused ? 'the refused create' : 'the create behind'} (a create ahead: ${ahead})`);
+      }
     }
   });
 });

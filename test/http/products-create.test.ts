@@ -237,6 +237,22 @@ describeEachStore('POST /api/v1/shop/product/', (ctx) => {
         detail: 'The body is encoded (Content-Encoding: gzip), which the service does not decode; send it as plain JSON.',
       },
     },
+    // A coding that is no short name is not repeated back: the header may hold anything.
+    ...[
+      ['too long to repeat (Content-Encoding of 15,000 characters)', 'x'.repeat(15_000)],
+      ['that is no name (Content-Encoding: identity;q=1)', 'identity;q=1'],
+    ].map(([what, coding]) => ({
+      name: `a body in a coding ${what}`,
+      body: JSON.stringify({ name: 'Pen', barcode: uniqueBarcode(), price: '1.00' }),
+      headers: { 'Content-Encoding': coding! },
+      status: 415,
+      expected: {
+        type: 'about:blank',
+        title: 'Unsupported Media Type',
+        status: 415,
+        detail: 'The body is encoded (a Content-Encoding other than identity), which the service does not decode; send it as plain JSON.',
+      },
+    })),
     {
       name: 'a body of 16385 bytes',
       body: `{"name": "${'x'.repeat(16385 - 12)}"}`,

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { type AnswerHeaders, requestId } from '../answer-headers.js';
+import { hasUnknownCodings } from '../json-body.js';
 import { PROBLEM_CONTENT_TYPE, problemBody } from '../problem.js';
 
 /** The 417's detail: it names no part of the caller's header, which could be anything. */
@@ -47,7 +48,8 @@ const BODYLESS_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'TRACE', '
 
 /**
  * Sends `100 Continue` to a request that expects it just before its body is read: on a route that
- * reads bodies, for the one media type the service parses, and a `Content-Length` within the limit.
+ * reads bodies, for the one media type the service parses, in no coding it refuses, and a
+ * `Content-Length` within the limit.
  * A request refused on its head (405, 415, 413, 404, 401, 429...) gets its final answer without the
  * 100, so the client is not invited to upload into a refusal. Register before the routes.
  */
@@ -62,6 +64,7 @@ function useContinueWhenRead(app: FastifyInstance, mediaType: string, bodyLimit:
       !request.is404 &&
       !BODYLESS_METHODS.has(request.method) &&
       request.mediaType === mediaType &&
+      !hasUnknownCodings(request) &&
       (length === undefined || Number(length) <= bodyLimit);
     if (read) response.writeContinue();
     return done(null, payload);
