@@ -71,6 +71,11 @@ export function startPrimary({ workers, log, stopGraceMs }: PrimaryOptions): Pri
     },
   });
   const restarts = new Counter({ name: 'catalogue_worker_restarts_total', help: 'Workers that ended unasked and were replaced.', registers: [registry] });
+  const writesHeldUp = new Counter({
+    name: 'catalogue_writes_held_by_workers_total',
+    help: 'Writes whose answer waited the whole limit (1 s) for another worker to take note of them: that worker was frozen or overloaded.',
+    registers: [registry],
+  });
 
   let stopping = false;
   let everListened = false;
@@ -108,6 +113,7 @@ export function startPrimary({ workers, log, stopGraceMs }: PrimaryOptions): Pri
     }
     await heard.catch(() => {
       member.unanswering = true;
+      writesHeldUp.inc();
     });
   };
 

@@ -69,14 +69,24 @@ async function workerServing(server: ChildServer, agent: Agent): Promise<number>
   return (await server.waitForLog((l) => l.msg === 'incoming request' && l.req?.url === probe)).pid!;
 }
 
-/** Creates a product over `agent`'s connection; fails unless it is answered 201 within 5 s. */
-async function createOver(server: ChildServer, agent: Agent, name: string): Promise<{ pk: number; ms: number }> {
+/** Creates a product over `agent`'s connection; fails unless it is answered 201 within 30 s (a bound for a hang). */
+async function createOver(server: ChildServer, agent: Agent, name: string): Promise<number> {
   const body = JSON.stringify({ name, barcode: uniqueBarcode(), price: '1.00' });
-  const started = performance.now();
-  const created = await answerWithin(5_000, send(`${server.url}/api/v1/shop/product/`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body, agent }));
-  const ms = performance.now() - started;
+  const created = await answerWithin(30_000, send(`${server.url}/api/v1/shop/product/`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body, agent }));
   assert.equal(created.status, 201, created.text);
-  return { pk: (created.json as { pk: number }).pk, ms };
+  return (created.json as { pk: number }).pk;
+}
+
+/** The primary's count of writes that waited its whole limit for another worker to take note (/metrics, over `agent`). */
+async function writesHeldUp(server: ChildServer, agent: Agent): Promise<number | undefined> {
+  let held: number | undefined;
+  // A 503 while a worker just thawed has yet to answer its questions: asked again.
+  await passesWithin(30_000, async () => {
+    const metrics = await send(`${server.url}/metrics`, { agent });
+    assert.equal(metrics.status, 200, metrics.text);
+    held = sample(metrics.text, 'catalogue_writes_held_by_workers_total');
+  }, 100);
+  return held;
 }
 
 /** The pid of the first process the primary `pid` forks, as soon as it is forked. */
@@ -217,10 +227,11 @@ describeEachStore('WORKERS=2', { env: false, timeout: 300_000 }, (ctx) => {
         }
       }
       assert.ok(replacement !== undefined, 'a replacement was held before it listened');
-      for (let i = 0; i < 3; i++) {
-        const { ms } = await createOver(server, kept, `While starting ${i}`);
-        assert.ok(ms < 700, `create ${i} took ${ms.toFixed(0)} ms`);
-      }
+      // Not one of them waited for the worker that is starting: had one been asked to take note, the
+      // first would have waited out the limit, and the primary counts such a wait.
+      for (let i = 0; i < 3; i++) await createOver(server, kept, `While starting ${i}`);
+      assert.equal(await serving(), 1, 'the held replacement was never counted as serving');
+      assert.equal(await writesHeldUp(server, kept), 0);
     } finally {
       // Let go before the stop: a worker held stopped keeps the service's output open after the primary ends.
       held.forEach((pid) => signal(pid, 'SIGCONT'));
@@ -234,19 +245,20 @@ describeEachStore('WORKERS=2', { env: false, timeout: 300_000 }, (ctx) => {
     const frozen = workerPids(server).find((pid) => pid !== stays)!;
     process.kill(frozen, 'SIGSTOP');
     t.after(() => signal(frozen, 'SIGCONT'));
-    // The first write after the freeze may wait out the limit (1 s): the worker could have been about to answer.
-    const pks = [(await createOver(server, kept, 'Frozen 0')).pk];
-    for (let i = 1; i <= 3; i++) {
-      const { pk, ms } = await createOver(server, kept, `Frozen ${i}`);
-      pks.push(pk);
-      assert.ok(ms < 500, `create ${i} took ${ms.toFixed(0)} ms`);
-    }
+    // On PostgreSQL, whose own notice of a commit can come late, every other worker takes note of a write
+    // before it is answered: the first write after the freeze waits out the limit (1 s), as the worker
+    // could have been about to answer; the ones after it do not wait for it. The primary counts each
+    // write it held up. On SQLite a worker reads the file's own version on its next request: no write waits.
+    const pks: number[] = [];
+    for (let i = 0; i <= 3; i++) pks.push(await createOver(server, kept, `Frozen ${i}`));
     signal(frozen, 'SIGCONT');
+    // Asked through the worker that stays, once the thawed one answers again (/metrics asks both).
+    assert.equal(await writesHeldUp(server, kept), ctx.testStore.kind === 'postgres' ? 1 : 0);
     // Reads on connections of their own reach both workers. A worker just thawed may call itself
     // overloaded for a moment (the freeze looks like event-loop lag): a 503 is asked again, a stale list never.
     let served = 0;
     for (let attempt = 0; attempt < 100 && served < 4; attempt++) {
-      const list = await answerWithin(5_000, send(`${server.url}/api/v1/shop/products`));
+      const list = await answerWithin(30_000, send(`${server.url}/api/v1/shop/products`));
       if (list.status === 503) {
         await new Promise((resolve) => setTimeout(resolve, 20));
         continue;
@@ -312,12 +324,11 @@ describeEachStore('WORKERS=2', { env: false, timeout: 300_000 }, (ctx) => {
     });
     for (const path of ['/readyz', '/metrics']) {
       // Two connections at once: the primary hands them to the workers in turn, so one reaches the
-      // worker that still runs (the other waits for the frozen one).
-      const started = performance.now();
-      const first = await Promise.race([send(`${server.url}${path}`), send(`${server.url}${path}`)]);
+      // worker that still runs (the other waits for the frozen one). Its 503 comes when the question to
+      // the frozen worker runs out of time (3 s); ten times that bounds an answer that never comes.
+      const first = await answerWithin(30_000, Promise.race([send(`${server.url}${path}`), send(`${server.url}${path}`)]));
       assert.equal(first.status, 503, path);
       assert.equal(first.headers['retry-after'] !== undefined, true, path);
-      assert.ok(performance.now() - started < 6_000, `${path} took ${Math.round(performance.now() - started)} ms`);
     }
     process.kill(frozen!, 'SIGCONT');
     assert.equal((await send(`${server.url}/readyz`)).status, 200);
@@ -327,11 +338,9 @@ describeEachStore('WORKERS=2', { env: false, timeout: 300_000 }, (ctx) => {
   it('stops every worker on SIGTERM, finishing what is in flight, well within the 10 s', async (t) => {
     const server = await serveWithWorkers(t);
     const pids = workerPids(server);
-    const started = performance.now();
     const { code } = await server.stop();
-    const elapsedMs = performance.now() - started;
+    // Status 0: every worker finished what it owed; one cut short by the time limit ends the service with 1.
     assert.equal(code, 0, server.stderr());
-    assert.ok(elapsedMs < 10_000, `stopped in ${Math.round(elapsedMs)} ms`);
     for (const pid of pids) assert.throws(() => process.kill(pid, 0), { code: 'ESRCH' }, `worker ${pid} still runs`);
   });
 
@@ -341,21 +350,24 @@ describeEachStore('WORKERS=2', { env: false, timeout: 300_000 }, (ctx) => {
     t.after(() => server.stop());
     await server.waitForLog((line) => line.msg?.startsWith('Server listening at ') === true && new Set(workerPids(server)).size === 2);
     const { hostname, port } = new URL(server.url);
-    const barcodes = Array.from({ length: 300 }, () => uniqueBarcode());
-    // Each connection sends one whole create at once; the stop comes while the workers are still taking them.
-    const answers = await new Promise<Array<Promise<string>>>((resolveAll) => {
-      const pending = barcodes.map((barcode) => new Promise<string>((resolve) => {
-        const body = JSON.stringify({ name: `Burst ${barcode}`, barcode, price: '1.00' });
-        const socket = netConnect(Number(port), hostname, () => {
-          socket.write(`POST /api/v1/shop/product/ HTTP/1.1\r\nHost: ${server.url.slice(7)}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
-        });
-        let text = '';
-        socket.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
-        socket.once('close', () => resolve(text));
-        socket.once('error', () => undefined);
-      }));
-      setTimeout(() => resolveAll(pending), 100);
-    });
+    // 40 connections: a quiet machine takes 300 at once within the stop's accept wait, so this leaves
+    // ten times that room for a busy one (how many a stop takes is a figure in docs/OPERATIONS.md).
+    const barcodes = Array.from({ length: 40 }, () => uniqueBarcode());
+    // Each connection sends one whole create at once; the stop comes the moment every create is with
+    // the kernel, while the primary and the workers are still taking them.
+    const written: Array<Promise<unknown>> = [];
+    const answers = barcodes.map((barcode) => new Promise<string>((resolve) => {
+      const body = JSON.stringify({ name: `Burst ${barcode}`, barcode, price: '1.00' });
+      const socket = netConnect(Number(port), hostname, () => {
+        written.push(new Promise((sent) => socket.write(`POST /api/v1/shop/product/ HTTP/1.1\r\nHost: ${server.url.slice(7)}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, sent)));
+      });
+      let text = '';
+      socket.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+      socket.once('close', () => resolve(text));
+      socket.once('error', () => undefined);
+    }));
+    await passesWithin(30_000, async () => assert.equal(written.length, barcodes.length), 1);
+    await Promise.all(written);
     const { code } = await server.stop();
     assert.equal(code, 0, server.stderr());
     const texts = await Promise.all(answers);
