@@ -101,6 +101,9 @@ export function closeConnectionsOnStop(server: Server): { acceptPending(): Promi
       let quietSince = Date.now();
       while (Date.now() < until) {
         await new Promise((resolve) => setTimeout(resolve, PENDING_POLL_MS));
+        // Timers run before the I/O of the same turn: a process that woke late (a busy machine) reads
+        // the connections handed to it meanwhile before it judges the spell quiet.
+        if (Date.now() - quietSince >= PENDING_QUIET_MS) await new Promise((resolve) => setImmediate(resolve));
         if (accepted !== seen) {
           seen = accepted;
           quietSince = Date.now();
