@@ -116,10 +116,11 @@ describeEachStore('the till example\'s offline copy', (ctx) => {
     try {
       await following.caughtUp;
       const { product: tea } = await till.create({ name: 'Tea 100 g', barcode: uniqueBarcode(), price: '3.10' });
-      await passesWithin(2_000, async () => assert.deepEqual(copy.scan(tea.barcode), tea));
+      // A change reaches a stream within a second (docs/API.md): ten of them bound one that never comes.
+      await passesWithin(10_000, async () => assert.deepEqual(copy.scan(tea.barcode), tea));
       // A removal reaches the copy too.
       await outsideSql(ctx.server.location, 'DELETE FROM product WHERE pk = $1', [coffee.pk]);
-      await passesWithin(2_000, async () => assert.equal(copy.scan(coffee.barcode), undefined));
+      await passesWithin(10_000, async () => assert.equal(copy.scan(coffee.barcode), undefined));
     } finally {
       following.stop();
     }

@@ -4,7 +4,7 @@ import { uniqueBarcode } from '../helpers/products.js';
 
 /**
  * A raw-socket fuzzer: valid requests from a small corpus, mutated byte by byte, sent on fresh
- * connections. It reports what a client must never see: a 5xx, an answer that took over 5 s, a stack
+ * connections. It reports what a client must never see: a 5xx, an answer that never comes (none in 30 s), a stack
  * trace or SQL or a driver's name in a body, and (checked by the caller against the catalogue) a
  * product stored without its 201 having been sent.
  */
@@ -25,7 +25,8 @@ export interface FuzzResult {
   readonly elapsedMs: number;
 }
 
-const ANSWER_LIMIT_MS = 5_000;
+/** A bound for an answer that never comes, not a speed: a quiet machine answers in milliseconds. */
+const ANSWER_LIMIT_MS = 30_000;
 /** With nothing answered after this, the request is taken as incomplete and the client half-closes. */
 const NOTHING_YET_MS = 1_000;
 /** After some answer, this long without more bytes and the client half-closes. */
@@ -175,7 +176,7 @@ export async function fuzz({ url, seed, count, concurrency = 32 }: FuzzOptions):
       const answers = answersIn(answer);
       if (answers.length === 0) statuses.set(0, (statuses.get(0) ?? 0) + 1);
       const problems: string[] = [];
-      if (firstByteMs !== undefined && firstByteMs > ANSWER_LIMIT_MS) problems.push(`answered after ${Math.round(firstByteMs)} ms`);
+      if (firstByteMs !== undefined && firstByteMs > ANSWER_LIMIT_MS) problems.push(`no answer for ${Math.round(firstByteMs)} ms`);
       for (const { status, body } of answers) {
         statuses.set(status, (statuses.get(status) ?? 0) + 1);
         if (status >= 500) problems.push(`status ${status}`);

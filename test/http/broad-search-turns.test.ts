@@ -6,18 +6,16 @@ import { send } from '../helpers/http.js';
 import { insertManyProducts } from '../helpers/many-products.js';
 import { sqlite } from '../helpers/stores.js';
 
-/** How many products the catalogue holds; more makes each broad search read longer. */
-const PRODUCTS = Number(process.env.BROAD_SEARCH_PRODUCTS ?? 100_000);
+/** How many products the catalogue holds: each broad search reads every name, in pieces. */
+const PRODUCTS = 100_000;
 /** Clients each asking for broad searches one after another, as a storefront's search box would. */
-const SEARCHERS = Number(process.env.BROAD_SEARCH_CLIENTS ?? 16);
+const SEARCHERS = 16;
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[sorted.length >> 1]!;
-}
-
+// How long a detail read waits beside broad searches is a benchmark figure (`npm run bench -- --search`,
+// "detail, beside the short searches"); what holds on any machine is the order: the broad searches take
+// turns, and a detail read does not queue behind the ones sent before it.
 describe('broad searches on SQLite', () => {
-  it('leave the one thread to other requests between their reads', { timeout: 180_000 }, async (t) => {
+  it('take turns without holding back a detail read sent after them', { timeout: 180_000 }, async (t) => {
     const { location, drop } = await sqlite.create();
     t.after(drop);
     // The service in a process of its own, as in production: this process's clients are never held up.
@@ -34,14 +32,17 @@ describe('broad searches on SQLite', () => {
     }
 
     let searching = true;
-    let searches = 0;
+    /** Searches answered so far, and per detail read, how many of those sent before it were still unanswered at its answer. */
+    let answered = 0;
+    let sent = 0;
     let waiting: Array<() => void> = [];
     const searcher = async (client: number): Promise<void> => {
       // A different offset each time, so that no answer comes from the page cache.
       for (let n = client; searching; n += SEARCHERS) {
+        sent += 1;
         const res = await send(`${server.url}/api/v2/shop/products?limit=1&offset=${n}&search=${'ea'[n % 2]!}`);
         assert.equal(res.status, 200, res.text);
-        searches += 1;
+        answered += 1;
         for (const resolve of waiting) resolve();
         waiting = [];
       }
@@ -51,26 +52,26 @@ describe('broad searches on SQLite', () => {
     /** Resolves at the next answer to a search; rejects if a searcher fails. */
     const nextSearch = (): Promise<unknown> => Promise.race([new Promise<void>((resolve) => waiting.push(resolve)), searchersEnded]);
     // Every client has a search running or queued.
-    while (searches < SEARCHERS) await nextSearch();
+    while (answered < SEARCHERS) await nextSearch();
 
-    const took: number[] = [];
-    const [searchesBefore, windowStart] = [searches, performance.now()];
-    let searchRate = 0;
+    const overtaken: number[] = [];
     try {
-      for (let i = 0; i < 11; i += 1) {
-        const started = performance.now();
+      for (let i = 0; i < 5; i += 1) {
+        // The searches sent before this read: every client has one in flight now.
+        const ahead = sent;
         const res = await send(`${server.url}/api/v1/shop/product/5`);
-        took.push(performance.now() - started);
         assert.equal(res.status, 200, res.text);
-        // The next read once a search has been answered: each one is measured while searches go on.
+        overtaken.push(Math.max(0, ahead - answered));
         await nextSearch();
       }
-      searchRate = ((searches - searchesBefore) * 1000) / (performance.now() - windowStart);
     } finally {
       searching = false;
       await Promise.all(searchers);
     }
-    t.diagnostic(`${PRODUCTS} products, ${SEARCHERS} clients searching: detail reads took ${took.map((ms) => ms.toFixed(0)).join(', ')} ms, median ${median(took).toFixed(0)}; ${searchRate.toFixed(1)} searches/s`);
-    assert.ok(median(took) < 100, `a detail read took ${median(took).toFixed(0)} ms (median) while broad searches ran`);
+    // Had the read queued behind the searches, every one sent before it would have been answered first.
+    assert.ok(
+      overtaken.every((count) => count > 0),
+      `searches sent before each detail read and still unanswered at its answer: ${overtaken.join(', ')}`,
+    );
   });
 });

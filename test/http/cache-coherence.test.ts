@@ -7,10 +7,13 @@ import { outsideSql } from '../helpers/outside-sql.js';
 import { passesWithin } from '../helpers/passes-within.js';
 
 describeEachStore("cached answers after writes behind the service's back", (ctx) => {
-  // SQLite checks another process's commit on the next request; PostgreSQL hears it by notification.
-  const withinMs = ctx.testStore.kind === 'sqlite' ? 0 : 50;
+  // SQLite checks another process's commit on the next request: the first answer after it is fresh.
+  // PostgreSQL hears it by the database's notice, milliseconds after the commit: ten seconds bound a
+  // notice that never comes.
+  const withinMs = ctx.testStore.kind === 'sqlite' ? 0 : 10_000;
+  const when = ctx.testStore.kind === 'sqlite' ? 'on the next request' : "once the database's notice has come";
 
-  it(`serves a price changed by SQL UPDATE in detail, page and list within ${withinMs} ms`, async () => {
+  it(`serves a price changed by SQL UPDATE in detail, page and list ${when}`, async () => {
     const product = await createProduct(ctx.server.url, { price: '1.00' });
     const detailUrl = `${ctx.server.url}/api/v1/shop/product/${product.pk}`;
     const pageUrl = `${ctx.server.url}/api/v2/shop/products?limit=100`;
@@ -37,7 +40,7 @@ describeEachStore("cached answers after writes behind the service's back", (ctx)
     });
   });
 
-  it(`counts a product inserted by another writer within ${withinMs} ms`, async () => {
+  it(`counts a product inserted by another writer ${when}`, async () => {
     const pageUrl = `${ctx.server.url}/api/v2/shop/products?limit=100`;
     await send(pageUrl);
     const before = await send(pageUrl);

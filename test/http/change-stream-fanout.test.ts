@@ -7,8 +7,8 @@ import { openEventStream, type EventStreamClient } from '../helpers/event-stream
 import { createProduct } from '../helpers/products.js';
 
 /**
- * Open streams on one service process. The figures in docs/PERFORMANCE.md were taken with
- * FANOUT_STREAMS=500 (latency) and FANOUT_STREAMS=1000 (memory); the default keeps the suite quick.
+ * Open streams on one service process. How fast a change reaches them is a benchmark figure
+ * (docs/PERFORMANCE.md, taken with FANOUT_STREAMS=500 and 1000); the default keeps the suite quick.
  */
 const STREAMS = Number(process.env['FANOUT_STREAMS'] ?? 100);
 const CHANGES = 5;
@@ -23,10 +23,8 @@ function residentBytes(pid: number): number {
   }
 }
 
-const percentile = (values: readonly number[], p: number): number => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.ceil((p / 100) * values.length) - 1)]!;
-
 describeEachStore('the live change feed, many streams on one process', { env: false, timeout: 180_000 }, (ctx) => {
-  it(`brings a change to ${STREAMS} open streams within 200 ms at p99, with bounded memory per stream`, async (t) => {
+  it(`brings every change to each of ${STREAMS} open streams, once and in order, with bounded memory per stream`, async (t) => {
     const { location } = await ctx.freshDatabase(t);
     const server = await spawnServer({ DATABASE_URL: databaseUrl(location), CHANGE_STREAMS_MAX: String(STREAMS + 10) });
     t.after(() => server.stop());
@@ -41,26 +39,20 @@ describeEachStore('the live change feed, many streams on one process', { env: fa
     await Promise.all(streams.map((stream) => stream.waitFor((event) => event.event === 'caught-up', 60_000)));
     const open = residentBytes(pid);
 
-    const delays: number[] = [];
-    for (let change = 0; change < CHANGES; change++) {
-      const started = performance.now();
-      const product = await createProduct(server.url);
-      const carries = `"pk":${product.pk},`;
-      await Promise.all(
-        streams.map(async (stream) => {
-          await stream.waitFor((event) => event.data?.includes(carries) === true, 10_000);
-          delays.push(performance.now() - started);
-        }),
-      );
+    const pks: number[] = [];
+    for (let change = 0; change < CHANGES; change++) pks.push((await createProduct(server.url)).pk);
+    // The contract's "within a second", ten times over: a bound for a change that never comes, not a speed.
+    const last = `"pk":${pks.at(-1)!},`;
+    await Promise.all(streams.map((stream) => stream.waitFor((event) => event.data?.includes(last) === true, 10_000)));
+    for (const stream of streams) {
+      const changed = stream.events.filter((event) => event.event === 'change').map((event) => (JSON.parse(event.data!) as { pk: number }).pk);
+      assert.deepEqual(changed.slice(-CHANGES), pks);
+      const versions = stream.events.filter((event) => event.event === 'change').map((event) => Number(event.id));
+      assert.deepEqual(versions, [...versions].sort((a, b) => a - b));
+      assert.equal(new Set(versions).size, versions.length);
     }
-    const p99 = percentile(delays, 99);
     const perStream = (open - idle) / STREAMS;
-    t.diagnostic(
-      `${STREAMS} streams, ${CHANGES} changes: from the create's request to its event p50 ${percentile(delays, 50).toFixed(1)} ms, ` +
-        `p99 ${p99.toFixed(1)} ms, max ${Math.max(...delays).toFixed(1)} ms; RSS ${(idle / 2 ** 20).toFixed(0)} MB idle, ` +
-        `${(open / 2 ** 20).toFixed(0)} MB with the streams open: ${(perStream / 1024).toFixed(1)} KB per stream`,
-    );
-    assert.ok(p99 <= 200, `p99 ${p99.toFixed(1)} ms`);
+    t.diagnostic(`RSS ${(idle / 2 ** 20).toFixed(0)} MB idle, ${(open / 2 ** 20).toFixed(0)} MB with ${STREAMS} streams open: ${(perStream / 1024).toFixed(1)} KB per stream`);
     if (idle > 0) assert.ok(perStream <= 64 * 1024, `${(perStream / 1024).toFixed(1)} KB per open stream`);
   });
 });

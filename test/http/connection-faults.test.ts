@@ -120,10 +120,9 @@ describeEachStore('what a connection carries besides one request', (ctx) => {
     ['a GET with a body', 'GET /api/v1/shop/products HTTP/1.1'],
   ] as const) {
     it(`reads no more than the body limit of a body nobody reads: ${label}`, async () => {
-      const started = performance.now();
-      const result = await sendEndlessBody(ctx.server.url, `${head}\r\nHost: shop.example\r\nTransfer-Encoding: chunked\r\n\r\n`, 5_000);
+      // Closed by the service within 30 s, a bound for a service that reads on without end (it closes after 16 KiB).
+      const result = await sendEndlessBody(ctx.server.url, `${head}\r\nHost: shop.example\r\nTransfer-Encoding: chunked\r\n\r\n`, 30_000);
       assert.equal(result.closedByServer, true, `still reading after ${result.bytesWritten} bytes`);
-      assert.ok(performance.now() - started < 3_000);
       assert.match(statusLines(result.answer)[0] ?? '', /^HTTP\/1\.1 (405|415|200) /);
     });
   }
