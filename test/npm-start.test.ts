@@ -88,7 +88,7 @@ async function exitOf(child: Child): Promise<{ code: number | null; stdout: stri
   return { code, stdout: child.stdout(), stderr: child.stderr() };
 }
 
-describe('npm start', { timeout: 120_000 }, () => {
+describe('npm start', { timeout: 360_000 }, () => {
   before(() => ensureBuild());
 
   it('runs the build without compiling, and SIGTERM to npm stops the service gracefully: both exit 0', async (t) => {
@@ -170,7 +170,7 @@ describe('npm start', { timeout: 120_000 }, () => {
   });
 });
 
-describeEachStore('MIGRATE_ON_START=false', { env: false, timeout: 120_000 }, (ctx) => {
+describeEachStore('MIGRATE_ON_START=false', { env: false, timeout: 360_000 }, (ctx) => {
   before(() => ensureBuild());
 
   it('refuses a schema that is not current with one line, and serves once `catalogue migrate` has run', async (t) => {

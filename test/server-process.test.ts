@@ -10,7 +10,7 @@ import { passesWithin } from './helpers/passes-within.js';
 import { sqlite } from './helpers/stores.js';
 
 describe('the server process', () => {
-  it('on SIGTERM finishes the request in flight, refuses new connections, and exits 0', { timeout: 60_000 }, async (t) => {
+  it('on SIGTERM finishes the request in flight, refuses new connections, and exits 0', { timeout: 180_000 }, async (t) => {
     const { location, drop } = await sqlite.create();
     t.after(drop);
     const server = await spawnServer({ DATABASE_URL: databaseUrl(location) });
@@ -61,7 +61,7 @@ describe('the server process', () => {
     }
   });
 
-  it('on SIGTERM answers a keep-alive request still arriving and the creates pipelined behind it, the last with Connection: close, closes connections owing nothing, and exits 0 at once', { timeout: 60_000 }, async (t) => {
+  it('on SIGTERM answers a keep-alive request still arriving and the creates pipelined behind it, the last with Connection: close, closes connections owing nothing, and exits 0 at once', { timeout: 180_000 }, async (t) => {
     const { location, drop } = await sqlite.create();
     t.after(drop);
     const server = await spawnServer({ DATABASE_URL: databaseUrl(location) });
@@ -130,7 +130,7 @@ describe('the server process', () => {
   });
 
   for (const workers of ['1', '2']) {
-    it(`on SIGTERM tells a keep-alive client sending request after request that the connection closes, and answers every request it sent (WORKERS=${workers})`, { timeout: 60_000 }, async (t) => {
+    it(`on SIGTERM tells a keep-alive client sending request after request that the connection closes, and answers every request it sent (WORKERS=${workers})`, { timeout: 180_000 }, async (t) => {
       const { location, drop } = await sqlite.create();
       t.after(drop);
       const server = await spawnServer({ DATABASE_URL: databaseUrl(location), WORKERS: workers });
@@ -170,7 +170,7 @@ describe('the server process', () => {
   }
 
   for (const workers of ['1', '2']) {
-    it(`on SIGTERM answers every request pipelined on a connection opened during the stop, kept answers included (LOG_LEVEL=warn, WORKERS=${workers})`, { timeout: 60_000 }, async (t) => {
+    it(`on SIGTERM answers every request pipelined on a connection opened during the stop, kept answers included (LOG_LEVEL=warn, WORKERS=${workers})`, { timeout: 180_000 }, async (t) => {
       const { location, drop } = await sqlite.create();
       t.after(drop);
       const server = await spawnQuietServer({ DATABASE_URL: databaseUrl(location), WORKERS: workers });
@@ -206,7 +206,7 @@ describe('the server process', () => {
     });
   }
 
-  it('on SIGTERM answers the requests of connections the kernel completed but the process had not yet taken', { timeout: 60_000 }, async (t) => {
+  it('on SIGTERM answers the requests of connections the kernel completed but the process had not yet taken', { timeout: 180_000 }, async (t) => {
     const { location, drop } = await sqlite.create();
     t.after(drop);
     // One process: with workers the primary takes the connections, and its stop is its own.
@@ -240,7 +240,7 @@ describe('the server process', () => {
     assert.deepEqual(await server.exited, { code: 0, signal: null });
   });
 
-  it('keeps every acknowledged product through a SIGKILL under concurrent writes', { timeout: 60_000 }, async (t) => {
+  it('keeps every acknowledged product through a SIGKILL under concurrent writes', { timeout: 180_000 }, async (t) => {
     const { location, drop } = await sqlite.create();
     t.after(drop);
     const server = await spawnServer({ DATABASE_URL: databaseUrl(location) });

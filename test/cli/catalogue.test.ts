@@ -24,7 +24,7 @@ function shell(command: string, env: Record<string, string>): Promise<CommandRes
 /** npm's own notices on standard error (this machine's npm configuration may add some); never the command's. */
 const withoutNpmNotices = (stderr: string) => stderr.replace(/^npm (warn|notice) .*\n/gm, '');
 
-describe('the catalogue command', { timeout: 180_000 }, () => {
+describe('the catalogue command', { timeout: 600_000 }, () => {
   before(() => ensureBuild());
 
   it('shows help on standard output for itself and every command, and does nothing else', async (t) => {

@@ -38,7 +38,7 @@ async function count(location: DatabaseLocation): Promise<number> {
   }
 }
 
-describeEachStore('npm run import / export', { env: false, timeout: 120_000 }, (ctx) => {
+describeEachStore('npm run import / export', { env: false, timeout: 360_000 }, (ctx) => {
   it('imports the sample file and exports the same products back', async (t) => {
     const { env } = await freshDatabase(t, ctx.testStore);
     const imported = await runCli('import', [SAMPLE], env);
@@ -95,7 +95,7 @@ describeEachStore('npm run import / export', { env: false, timeout: 120_000 }, (
   });
 });
 
-describe('npm run import, file formats', { timeout: 120_000 }, () => {
+describe('npm run import, file formats', { timeout: 360_000 }, () => {
   const testStore = sqlite;
 
   it('reads JSON with numbers kept exact, and exports JSON', async (t) => {

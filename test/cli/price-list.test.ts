@@ -41,7 +41,7 @@ const pageOf = (products: readonly Product[], offset: number, limit: number, url
   results: products.slice(offset, offset + limit).map(({ name, price, barcode }) => ({ name, price, barcode })),
 });
 
-describeEachStore('catalogue import --update, seen by running servers at once', { env: false, timeout: 180_000 }, (ctx) => {
+describeEachStore('catalogue import --update, seen by running servers at once', { env: false, timeout: 600_000 }, (ctx) => {
   let servers: RunningServer[] = [];
   let env: Record<string, string>;
   let drop: () => Promise<void>;

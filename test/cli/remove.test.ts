@@ -17,7 +17,7 @@ function tempFile(t: TestContext, name: string, content: string): string {
   return path;
 }
 
-describeEachStore('catalogue remove', { timeout: 120_000 }, (ctx) => {
+describeEachStore('catalogue remove', { timeout: 360_000 }, (ctx) => {
   const env = () => ({ DATABASE_URL: databaseUrl(ctx.server.location) });
   const remove = (args: readonly string[]) => runCli('remove', args, env());
 

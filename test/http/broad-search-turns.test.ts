@@ -15,7 +15,7 @@ const SEARCHERS = 16;
 // "detail, beside the short searches"); what holds on any machine is the order: the broad searches take
 // turns, and a detail read does not queue behind the ones sent before it.
 describe('broad searches on SQLite', () => {
-  it('take turns without holding back a detail read sent after them', { timeout: 180_000 }, async (t) => {
+  it('take turns without holding back a detail read sent after them', { timeout: 600_000 }, async (t) => {
     const { location, drop } = await sqlite.create();
     t.after(drop);
     // The service in a process of its own, as in production: this process's clients are never held up.

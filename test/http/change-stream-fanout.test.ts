@@ -23,7 +23,7 @@ function residentBytes(pid: number): number {
   }
 }
 
-describeEachStore('the live change feed, many streams on one process', { env: false, timeout: 180_000 }, (ctx) => {
+describeEachStore('the live change feed, many streams on one process', { env: false, timeout: 600_000 }, (ctx) => {
   it(`brings every change to each of ${STREAMS} open streams, once and in order, with bounded memory per stream`, async (t) => {
     const { location } = await ctx.freshDatabase(t);
     const server = await spawnServer({ DATABASE_URL: databaseUrl(location), CHANGE_STREAMS_MAX: String(STREAMS + 10) });

@@ -49,7 +49,7 @@ function barcode(): string {
   return first12 + String(ean13CheckDigit(first12));
 }
 
-describeEachStore('a copy kept through the change feed while every kind of writer writes', { env: false, timeout: 300_000 }, (ctx) => {
+describeEachStore('a copy kept through the change feed while every kind of writer writes', { env: false, timeout: 900_000 }, (ctx) => {
   it('ends equal to the catalogue, for a poller with small pages and a stream dropped and resumed every few seconds, over two instances', async (t) => {
     const { location, drop } = await ctx.testStore.create();
     const env = { DATABASE_URL: databaseUrl(location) };

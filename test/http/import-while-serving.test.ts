@@ -101,7 +101,7 @@ async function useWhile(servers: readonly ChildServer[], knownPks: readonly numb
   return load;
 }
 
-describeEachStore('an import in another process while the service reads and creates', { env: false, timeout: 600_000 }, (ctx) => {
+describeEachStore('an import in another process while the service reads and creates', { env: false, timeout: 1200_000 }, (ctx) => {
   /** A fresh database, some products in it, and `count` service processes over it. */
   async function serving(t: TestContext, count: number): Promise<{ servers: ChildServer[]; env: Record<string, string>; knownPks: number[] }> {
     const { location, drop } = await ctx.testStore.create();

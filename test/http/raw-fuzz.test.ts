@@ -8,7 +8,7 @@ const COUNT = Number(process.env.FUZZ_COUNT ?? 2000);
 const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 1_000_000);
 
 describeEachStore('mutated raw requests', (ctx) => {
-  it(`never get a 5xx, a hang or internals, and no product is stored without its 201 (seed ${SEED})`, { timeout: 300_000 }, async () => {
+  it(`never get a 5xx, a hang or internals, and no product is stored without its 201 (seed ${SEED})`, { timeout: 900_000 }, async () => {
     const result = await fuzzAndCheck({ url: ctx.server.url, seed: SEED, count: COUNT });
     console.log(`# ${describeRun(COUNT, SEED, result)}`);
     assert.deepEqual(result.failures, []);

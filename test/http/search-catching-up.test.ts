@@ -33,7 +33,7 @@ async function searchWhenCaughtUp(server: ChildServer, text: string) {
   }
 }
 
-describeEachStore('search after names written straight into the database', { env: false, timeout: 180_000 }, (ctx) => {
+describeEachStore('search after names written straight into the database', { env: false, timeout: 600_000 }, (ctx) => {
   async function freshLocation(t: TestContext): Promise<DatabaseLocation> {
     const { location, drop } = await ctx.testStore.create();
     t.after(drop);

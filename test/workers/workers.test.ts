@@ -137,7 +137,7 @@ async function startWorkers(location: DatabaseLocation, env: Record<string, stri
 
 // A limit for a hang, not a bound on speed: the block's tests took up to 103 s on PostgreSQL while CI
 // ran another Node's suites beside them.
-describeEachStore('WORKERS=2', { env: false, timeout: 300_000 }, (ctx) => {
+describeEachStore('WORKERS=2', { env: false, timeout: 900_000 }, (ctx) => {
   /** The service with two workers over a fresh database, stopped after test `t` (if it has not been). */
   const serveWithWorkers = async (t: TestContext, env: Record<string, string> = {}): Promise<ChildServer> => {
     const { location } = await ctx.freshDatabase(t);
