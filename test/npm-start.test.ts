@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -9,7 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { before, describe, it, type TestContext } from 'node:test';
 import { findStaleSource, staleBuildProblem } from '../src/build-freshness.js';
 import { ensureBuild, ROOT } from './helpers/build.js';
-import { databaseUrl, requestArrived, spawnChild, type Child, type ChildExit, type LogLine } from './helpers/child-server.js';
+import { databaseUrl, requestArrived, runCommand, spawnChild, type Child, type ChildExit, type LogLine } from './helpers/child-server.js';
 import { runCli } from './helpers/cli.js';
 import { describeEachStore } from './helpers/each-store.js';
 import { send } from './helpers/http.js';
@@ -238,5 +238,43 @@ describe('a stale build', () => {
     mkdirSync(join(root, 'dist/docs'));
     writeFileSync(join(root, 'dist/docs/API.md'), '');
     assert.equal(findStaleSource(root), undefined);
+  });
+});
+
+describe('npm prepare', () => {
+  /**
+   * A copy of the freshness check and the build's own module in a checkout of one source, built at 200
+   * (seconds since the epoch) from inputs of 100: what `prepare` asks before it builds.
+   */
+  function builtCheckout(t: TestContext): string {
+    const root = mkdtempSync(join(tmpdir(), 'catalogue-prepare-'));
+    t.after(() => rmSync(root, { recursive: true, force: true }));
+    mkdirSync(join(root, 'scripts'));
+    cpSync(join(ROOT, 'scripts/build-is-current.mjs'), join(root, 'scripts/build-is-current.mjs'));
+    mkdirSync(join(root, 'dist'));
+    cpSync(join(ROOT, 'dist/build-freshness.js'), join(root, 'dist/build-freshness.js'));
+    for (const [path, at] of [['src/service.ts', 100], ['package.json', 100], ['package-lock.json', 100], ['dist/service.js', 200], ['dist/build-freshness.js', 200]] as const) {
+      mkdirSync(dirname(join(root, path)), { recursive: true });
+      if (path !== 'dist/build-freshness.js') writeFileSync(join(root, path), path === 'package.json' ? '{"type": "module"}' : '');
+      utimesSync(join(root, path), at, at);
+    }
+    return root;
+  }
+  const isCurrent = async (root: string): Promise<boolean> => (await runCommand({}, [join(root, 'scripts/build-is-current.mjs')])).code === 0;
+
+  it('keeps a build that is current (npm 10 runs it on every npx catalogue), and builds after a source, the lock file or a build setting changed', async (t) => {
+    const { scripts } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    assert.equal(scripts['prepare'], 'node scripts/build-is-current.mjs || npm run build');
+    await ensureBuild();
+    const root = builtCheckout(t);
+    assert.equal(await isCurrent(root), true);
+    for (const changed of ['src/service.ts', 'package-lock.json', 'tsconfig.json']) {
+      const fresh = builtCheckout(t);
+      writeFileSync(join(fresh, changed), '');
+      utimesSync(join(fresh, changed), 300, 300);
+      assert.equal(await isCurrent(fresh), false, changed);
+    }
+    rmSync(join(root, 'dist/service.js'));
+    assert.equal(await isCurrent(root), false, 'no bundle');
   });
 });
