@@ -1,26 +1,8 @@
 import assert from 'node:assert/strict';
 import { before, it } from 'node:test';
-import type { NewProduct } from '../../src/catalogue/product.js';
 import { describeEachStore, type StoreTestContext } from '../helpers/each-store.js';
 import { send } from '../helpers/http.js';
-import { uniqueBarcode } from '../helpers/products.js';
-
-/**
- * A product before the matches, 1,001 that match `alpha` (and `lp`), of which the first 1,000 match
- * `beta` (and `et`) and the first 999 `gamma` (and `mm`), and one after them: counts at and around the
- * bound of 1,000, for terms the trigram index finds and for terms too short for it.
- */
-function boundCatalogue(): NewProduct[] {
-  const names = ['Plain bread'];
-  for (let n = 1; n <= 1_001; n += 1) names.push(n <= 999 ? `Gamma beta alpha ${n}` : n === 1_000 ? `Beta alpha ${n}` : `Alpha ${n}`);
-  names.push('Plain water');
-  return names.map((name) => ({ name, barcode: uniqueBarcode(), priceCents: 100 }));
-}
-
-/** Each term with how many names hold it. */
-const TERMS: ReadonlyArray<readonly [term: string, matches: number]> = [
-  ['gamma', 999], ['mm', 999], ['beta', 1_000], ['et', 1_000], ['alpha', 1_001], ['lp', 1_001],
-];
+import { SEARCH_BOUND_TERMS, searchBoundCatalogue } from '../helpers/products.js';
 
 interface PageItem {
   name: string;
@@ -39,7 +21,7 @@ function loadedBefore(ctx: StoreTestContext) {
     matching: (term: string): PageItem[] => loaded.items.filter((item) => item.name.toLowerCase().includes(term)),
   };
   before(async () => {
-    const products = boundCatalogue();
+    const products = searchBoundCatalogue();
     await ctx.server.store.insertProducts((async function* () {
       yield products;
     })());
@@ -60,7 +42,7 @@ describeEachStore('a search counted to 1,000, limit and offset', (ctx) => {
   const { matching } = bound;
 
   it('counts exactly up to 1,000 matches and says "1000, not exact" past them, with next while a match follows', async () => {
-    for (const [term, matches] of TERMS) {
+    for (const [term, matches] of SEARCH_BOUND_TERMS) {
       const found = matching(term);
       assert.equal(found.length, matches);
       for (const [offset, limit] of [[0, 10], [990, 10], [995, 10], [1_000, 10], [0, 1_000], [1_500, 100]] as const) {
@@ -134,7 +116,7 @@ describeEachStore('a search counted to 1,000, page numbers', { env: { PAGINATION
   const { matching } = bound;
 
   it('pages past page 100 while matches follow, and names the last page in a 404 only where the count is exact', async () => {
-    for (const [term, matches] of TERMS) {
+    for (const [term, matches] of SEARCH_BOUND_TERMS) {
       const found = matching(term);
       const pageLink = (page: number) => `${bound.v2}?${page === 1 ? '' : `page=${page}&`}search=${term}`;
       for (const page of [1, 100, 101]) {
