@@ -13,7 +13,7 @@ import { HttpProblem } from './problem.js';
 import { resource } from './resource.js';
 import { CachedAnswers, serializeOk } from './cached-answers.js';
 import { ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
-import type { PageWire } from './schemas.js';
+import { SearchPageSchema, type PageWire } from './schemas.js';
 import { linkedAnswerKey, linkedHitKey, requestAddress, type RequestAddress } from './request-address.js';
 import type { KeptHits } from './kept-hits.js';
 import { pageItemWire } from './wire.js';
@@ -108,7 +108,7 @@ export async function productsV2(app: FastifyInstance, options: ProductsV2Option
             // not exact, and whether another match follows the page, without reading every match.
             const searched = await pageRequest.search(() => store.countMatching(filter));
             const rows = await store.readFilteredPage(filter, searched.offset, searched.limit + 1, SEARCH_COUNT_BOUND + 1);
-            return serializeOk(reply, searched.body(rows, address));
+            return serializeOk(reply, searched.body(rows, address), SearchPageSchema);
           }
           let page: ProductPage;
           if (hasFilter(filter)) {

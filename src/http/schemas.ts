@@ -46,6 +46,13 @@ export const PageSchema = Type.Object(
 );
 export type PageWire = Static<typeof PageSchema>;
 
+/**
+ * A page filtered by `search`: the Page with `count_exact` always there. Its answers are written by
+ * this schema, which puts `count_exact` beside `count`: the route's own serializer writes a property
+ * the schema does not require after all the others.
+ */
+export const SearchPageSchema = Type.Required(PageSchema);
+
 export const ChangeSchema = Type.Object(
   {
     version: Type.Integer({ minimum: 1, description: 'The version of this change: the product\'s last.' }),
