@@ -9,14 +9,17 @@ export interface SeededProduct {
   readonly priceCents: number;
 }
 
+/** Product `n`'s name: the bench's own (`productName`), or a shop's it was not designed for (`shopName`). */
+export type NameSource = (n: number) => string;
+
 /**
  * Product `n` of the seed, a pure function of the row number: a fresh table hands out pk 1, 2, 3, ...
  * in insertion order, so the expected answers need no read of the database.
  */
-export function seededProduct(n: number): SeededProduct {
+export function seededProduct(n: number, names: NameSource = productName): SeededProduct {
   return {
     pk: n,
-    name: productName(n),
+    name: names(n),
     barcode: withCheckDigit(`20${String(n).padStart(10, '0')}`),
     // Spread over cents so that prices need both decimals; never a float.
     priceCents: (n * 7919) % 100_000,

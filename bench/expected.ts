@@ -3,7 +3,7 @@
  * Django REST Framework's page links) and never with the service's serializers, so that the check
  * before each scenario catches a bug in them.
  */
-import { seededProduct, type SeededProduct } from './data.js';
+import { productName, seededProduct, type NameSource, type SeededProduct } from './data.js';
 
 /** Every request carries this Host, so that page links, and so bodies, are the same on every target. */
 export const BENCH_HOST = 'localhost:8000';
@@ -44,12 +44,12 @@ export function contractFold(text: string): string {
  * For each of `terms`, the products 1..size whose folded name contains the folded term, in pk order:
  * the count of all of them, and the first `keep` (a first page), so that a million names need no array.
  */
-export function matchingNames(size: number, terms: readonly string[], keep: number): Selection[] {
+export function matchingNames(size: number, terms: readonly string[], keep: number, names: NameSource = productName): Selection[] {
   const folded = terms.map((term) => contractFold(term.trim()));
   const counts = terms.map(() => 0);
   const first: SeededProduct[][] = terms.map(() => []);
   for (let n = 1; n <= size; n++) {
-    const product = seededProduct(n);
+    const product = seededProduct(n, names);
     const name = contractFold(product.name);
     folded.forEach((term, i) => {
       if (!name.includes(term)) return;
@@ -84,13 +84,14 @@ export function wholeListBody(matching: Selection): string {
  */
 export function limitOffsetBody(matching: Selection, query: Readonly<Record<string, string>>, limit: number, offset: number): string {
   const count = matching.count;
+  // `next` while another match follows the page, which with an exact count is the same as DRF's rule.
   const next = offset + limit >= count ? null : v2Link({ ...query, limit: String(limit), offset: String(offset + limit) });
   let previous: string | null = null;
   if (offset > 0) {
     const { offset: _dropped, ...rest } = query;
     previous = v2Link(offset - limit <= 0 ? { ...rest, limit: String(limit) } : { ...query, limit: String(limit), offset: String(offset - limit) });
   }
-  return envelope(matching, next, previous, offset, offset + limit);
+  return envelope(matching, query, next, previous, offset, offset + limit);
 }
 
 /** Page `page` of `matching` in page-number style; `previous` from page 2 omits `page`. */
@@ -100,17 +101,26 @@ export function pageNumberBody(matching: Selection, query: Readonly<Record<strin
   const next = page < lastPage ? v2Link({ ...query, page: String(page + 1) }) : null;
   const previous = page === 1 ? null : v2Link(page === 2 ? rest : { ...query, page: String(page - 1) });
   const first = (page - 1) * PAGE_NUMBER_SIZE;
-  return envelope(matching, next, previous, first, first + PAGE_NUMBER_SIZE);
+  return envelope(matching, query, next, previous, first, first + PAGE_NUMBER_SIZE);
 }
 
-/** The page envelope with the products from index `from` up to, not including, `to`. */
-function envelope(matching: Selection, next: string | null, previous: string | null, from: number, to: number): string {
+/** A search's count stops here: past it a page says `"count": 1000, "count_exact": false`. */
+export const SEARCH_COUNT_BOUND = 1_000;
+
+/**
+ * The page envelope with the products from index `from` up to, not including, `to`. Filtered by
+ * `search` (the query has one), `count` stops at 1,000 and `count_exact` follows it.
+ */
+function envelope(matching: Selection, query: Readonly<Record<string, string>>, next: string | null, previous: string | null, from: number, to: number): string {
   const results = [];
   for (let i = from; i < Math.min(to, matching.count); i++) {
     const p = matching.at(i);
     results.push({ name: p.name, price: priceText(p.priceCents), barcode: p.barcode });
   }
-  return JSON.stringify({ count: matching.count, next, previous, results });
+  const counted = query.search === undefined || query.search.trim() === ''
+    ? { count: matching.count }
+    : { count: Math.min(matching.count, SEARCH_COUNT_BOUND), count_exact: matching.count <= SEARCH_COUNT_BOUND };
+  return JSON.stringify({ ...counted, next, previous, results });
 }
 
 /** A v2 address with its parameters sorted by name, as Django REST Framework writes page links. */

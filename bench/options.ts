@@ -30,6 +30,8 @@ export interface BenchOptions {
   readonly sync: boolean;
   /** Uncached searches at a shop's scale, and details beside short searches (search.ts), instead of the HTTP scenarios. */
   readonly search: boolean;
+  /** With `search`: the bench's own names, or a shop's that the service was not designed around (shop-names.ts). */
+  readonly names: 'bench' | 'shop';
 }
 
 const USAGE = `npm run bench -- [--size N] [--duration SECONDS] [--warmup SECONDS] [--rounds N]
@@ -41,8 +43,9 @@ const USAGE = `npm run bench -- [--size N] [--duration SECONDS] [--warmup SECOND
                   (imports, price lists, SQL updates and a start after a plain load; 100,000 and 1,000,000 rows, or N)
        npm run bench -- --sync [--size N] [--rounds N] [--database postgres://...] [--smoke]
                   (a whole copy through the change feed against the v1 list, in CPU seconds; 1,000,000 products, or N)
-       npm run bench -- --search [--size N] [--duration SECONDS] [--workers N] [--database postgres://...] [--smoke]
-                  (searches that are not cached, and details beside short searches; 1,000,000 products, or N)`;
+       npm run bench -- --search [--names bench|shop] [--size N] [--duration SECONDS] [--workers N] [--database postgres://...] [--smoke]
+                  (searches that are not cached, rare and common terms, and details beside short searches; 1,000,000 products,
+                   or N; --names shop: names of a shop's catalogue, in several languages, with sizes, codes and brands of several words)`;
 
 /** Reads the command line; throws with the usage text on anything it does not understand. */
 export function parseBenchOptions(argv: readonly string[]): BenchOptions {
@@ -63,6 +66,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
       bulk: { type: 'boolean', default: false },
       sync: { type: 'boolean', default: false },
       search: { type: 'boolean', default: false },
+      names: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -88,6 +92,9 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
   const workers = (values.workers ?? '1').split(',').map((text) => whole('workers', text.trim(), 1, 1));
   if ([values.bulk, values.sync, values.search].filter((mode) => mode === true).length > 1) throw new Error(`--bulk, --sync and --search are runs of their own: give one.\n${USAGE}`);
   if (values.search === true && workers.length > 1) throw new Error(`--search runs the service with one WORKERS count.\n${USAGE}`);
+  const names = values.names ?? 'bench';
+  if (names !== 'bench' && names !== 'shop') throw new Error(`--names ${names} is not valid: bench or shop.\n${USAGE}`);
+  if (values.names !== undefined && values.search !== true) throw new Error(`--names goes with --search.\n${USAGE}`);
   if (workers.length > 1 && compare.size > 0) throw new Error(`--workers with several counts and --compare cannot be combined: compare builds at one WORKERS.\n${USAGE}`);
   const connections = whole('connections', values.connections, smoke ? 4 : 32, 1);
   const threads = whole('threads', values.threads, 1, 1);
@@ -106,6 +113,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
     only: values.only === undefined ? [] : values.only.split(',').map((s) => s.trim()),
     sync: values.sync === true,
     search: values.search === true,
+    names,
     bulk: values.bulk !== true ? [] : values.size !== undefined ? [whole('size', values.size, 0, 200)] : smoke ? [2_000] : [100_000, 1_000_000],
   });
 }

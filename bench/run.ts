@@ -42,7 +42,7 @@ async function main(): Promise<number> {
     return 1;
   }
   if (options.search) {
-    return runSearch({ dist: join(ROOT, 'dist'), database: options.database, size: options.size, duration: options.duration, workers: options.workers[0]!, leftOut: SETTINGS_LEFT_OUT });
+    return runSearch({ dist: join(ROOT, 'dist'), database: options.database, size: options.size, duration: options.duration, workers: options.workers[0]!, leftOut: SETTINGS_LEFT_OUT, names: options.names });
   }
   const all = buildScenarios(options.size);
   const unknown = options.only.filter((name) => !all.some((s) => s.name === name));

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { openSqliteConnection } from '../src/storage/sqlite/driver.js';
-import { seededProduct } from './data.js';
+import { productName, seededProduct, type NameSource } from './data.js';
 import { contractFold } from './expected.js';
 
 /** Rows per transaction: large enough that commits are rare, small enough to show progress. */
@@ -27,7 +27,7 @@ export function migrateWith(dist: string, databaseUrl: string): void {
  * Creates the schema with the service's own migrations, then inserts products 1..size in batched
  * transactions straight into the database file.
  */
-export async function seedSqlite(dist: string, path: string, size: number, progress: Progress): Promise<void> {
+export async function seedSqlite(dist: string, path: string, size: number, progress: Progress, names: NameSource = productName): Promise<void> {
   migrateWith(dist, `sqlite:${path}`);
   const db = openSqliteConnection(path);
   try {
@@ -43,7 +43,7 @@ export async function seedSqlite(dist: string, path: string, size: number, progr
       const to = Math.min(size, from + BATCH - 1);
       db.exec('BEGIN');
       for (let n = from; n <= to; n++) {
-        const p = seededProduct(n);
+        const p = seededProduct(n, names);
         if (folds) insert.run(p.name, p.barcode, p.priceCents, contractFold(p.name));
         else insert.run(p.name, p.barcode, p.priceCents);
       }
@@ -61,7 +61,7 @@ export async function seedSqlite(dist: string, path: string, size: number, progr
  * Seeds a PostgreSQL database the same way: the service's migrations, then batches of rows sent as
  * arrays and expanded with `unnest`, one statement per batch.
  */
-export async function seedPostgres(dist: string, url: string, size: number, progress: Progress): Promise<void> {
+export async function seedPostgres(dist: string, url: string, size: number, progress: Progress, nameOf: NameSource = productName): Promise<void> {
   migrateWith(dist, url);
   const client = new pg.Client({ connectionString: url });
   await client.connect();
@@ -82,7 +82,7 @@ export async function seedPostgres(dist: string, url: string, size: number, prog
       const barcodes: string[] = [];
       const prices: number[] = [];
       for (let n = from; n <= to; n++) {
-        const p = seededProduct(n);
+        const p = seededProduct(n, nameOf);
         names.push(p.name);
         barcodes.push(p.barcode);
         prices.push(p.priceCents);
@@ -143,16 +143,16 @@ export async function createScratchPostgres(serverUrl: string): Promise<{ url: s
  * `work` when `database` is undefined, else a scratch database on that PostgreSQL server. Resolves with
  * its `DATABASE_URL` and what drops it (nothing to drop for the file, which goes with `work`).
  */
-export async function seedScratch(dist: string, database: string | undefined, size: number, work: string): Promise<{ url: string; drop(): Promise<void> }> {
+export async function seedScratch(dist: string, database: string | undefined, size: number, work: string, names: NameSource = productName): Promise<{ url: string; drop(): Promise<void> }> {
   const progress: Progress = (done, total) => void process.stderr.write(`\rseeding ${done.toLocaleString('en')} / ${total.toLocaleString('en')}`);
   let seeded: { url: string; drop(): Promise<void> };
   if (database === undefined) {
     const path = join(work, 'catalogue.db');
-    await seedSqlite(dist, path, size, progress);
+    await seedSqlite(dist, path, size, progress, names);
     seeded = { url: `sqlite:${path}`, drop: async () => undefined };
   } else {
     seeded = await createScratchPostgres(database);
-    await seedPostgres(dist, seeded.url, size, progress);
+    await seedPostgres(dist, seeded.url, size, progress, names);
   }
   process.stderr.write('\n');
   return seeded;

@@ -165,6 +165,7 @@ export interface paths {
          *     `next` and `previous` are absolute URLs that keep the other query parameters, or null. Unknown parameters are ignored.
          *
          *     With `barcode` or `search`, `count` is the number of matching products and `results` a page of them in pk order; the links keep the filters.
+         *     *(decided)* A search is counted up to 1,000 matches: its page says `count_exact` (true: `count` is the number of matches; false: more than 1,000 match, and `count` is 1000). `next` is given while another match follows the page, so every match can be paged to. Without `search` the count is exact and `count_exact` absent.
          *
          *     *(decided)* A parameter that is not a whole number in range, in plain decimal digits (`limit=abc`, `limit=0`, `limit=1e2`, `offset=-1`, `page=1.5`), is a 400 naming the parameter rather than a silent fallback.
          */
@@ -276,8 +277,10 @@ export interface components {
             price: string;
         };
         Page: {
-            /** @description Products in the whole catalogue. */
+            /** @description Products in the whole catalogue, or matching the filters. With `search`, counted up to 1,000: when more match, `count` is 1000 and `count_exact` false. */
             count: number;
+            /** @description Present only with `search`: true when `count` is the number of matches (1,000 or fewer), false when more than 1,000 match. `next` is given while another match follows the page, also past 1,000. */
+            count_exact?: boolean;
             /** @description Absolute URL of the next page, or null. */
             next: string | null;
             /** @description Absolute URL of the previous page, or null. */

@@ -10,6 +10,13 @@ export const MAX_SEARCH_LENGTH = 100;
  */
 export const TRIGRAM_LENGTH = 3;
 
+/**
+ * How far the matches of a `search` are counted: beyond it a page says only that more match. An exact
+ * count of a common term reads every match (62,000 rows for a word in one name of sixteen), and nobody
+ * looking for a product needs to know more than that there are over a thousand of them.
+ */
+export const SEARCH_COUNT_BOUND = 1_000;
+
 /** What a listing is narrowed to. Absent fields do not narrow it. */
 export interface ProductFilter {
   /** An EAN-13: only the product with exactly this barcode. */

@@ -189,9 +189,11 @@ export function notModified(header: string | undefined, etag: string): boolean {
 
 /**
  * A 200 JSON body as the route's compiled response schema writes it (the same bytes Fastify would
- * send), so that it can be tagged and kept as text.
+ * send), or as `schema` writes it where the answer has a narrower shape than the route declares, so
+ * that it can be tagged and kept as text.
  */
-export function serializeOk(reply: FastifyReply, payload: object): string {
+export function serializeOk(reply: FastifyReply, payload: object, schema?: object): string {
+  if (schema !== undefined) return reply.compileSerializationSchema(schema as Record<string, unknown>)(payload as Record<string, unknown>);
   const compiled = reply.getSerializationFunction('200', 'application/json') ?? reply.getSerializationFunction('200');
   return typeof compiled === 'function' ? compiled(payload as Record<string, unknown>) : JSON.stringify(payload);
 }

@@ -90,15 +90,18 @@ export function pageLink(base: string, path: string, params: URLSearchParams, ch
   return `${base}${path}${query === '' ? '' : `?${query}`}`;
 }
 
-/** The next and previous links of a limit/offset page, as Django REST Framework computes them. */
+/**
+ * The next and previous links of a limit/offset page, as Django REST Framework computes them; `more`:
+ * whether another product follows the page (with an exact count, `offset + limit < count`).
+ */
 export function limitOffsetLinks(
   base: string,
   path: string,
   params: URLSearchParams,
   { limit, offset }: LimitOffset,
-  count: number,
+  more: boolean,
 ): { next: string | null; previous: string | null } {
-  const next = offset + limit >= count ? null : pageLink(base, path, params, { limit, offset: offset + limit });
+  const next = more ? pageLink(base, path, params, { limit, offset: offset + limit }) : null;
   let previous: string | null = null;
   if (offset > 0) {
     previous = pageLink(base, path, params, { limit, offset: offset - limit <= 0 ? undefined : offset - limit });
@@ -106,15 +109,15 @@ export function limitOffsetLinks(
   return { next, previous };
 }
 
-/** The next and previous links of page `page` out of `lastPage`. */
+/** The next and previous links of page `page`; `more`: whether another product follows it. */
 export function pageNumberLinks(
   base: string,
   path: string,
   params: URLSearchParams,
   page: number,
-  lastPage: number,
+  more: boolean,
 ): { next: string | null; previous: string | null } {
-  const next = page < lastPage ? pageLink(base, path, params, { page: page + 1 }) : null;
+  const next = more ? pageLink(base, path, params, { page: page + 1 }) : null;
   const previous = page > 1 ? pageLink(base, path, params, { page: page === 2 ? undefined : page - 1 }) : null;
   return { next, previous };
 }

@@ -2,6 +2,7 @@ import Type, { type Static, type TSchema } from 'typebox';
 import { EAN13_FORM } from '../catalogue/ean13.js';
 import { PRICE_DECIMALS, PRICE_TEXT_PATTERN, PRICE_WHOLE_DIGITS } from '../catalogue/price.js';
 import { MAX_NAME_LENGTH, PRODUCT_FIELDS } from '../catalogue/product.js';
+import { SEARCH_COUNT_BOUND } from '../catalogue/search.js';
 
 // The wire shapes, built from the catalogue's own rules so that the document, the answers' checks
 // and the page's types follow a change of rule. test/http/create-schema.test.ts checks the create
@@ -28,7 +29,15 @@ export type PageItemWire = Static<typeof PageItemSchema>;
 
 export const PageSchema = Type.Object(
   {
-    count: Type.Integer({ minimum: 0, description: 'Products in the whole catalogue.' }),
+    count: Type.Integer({
+      minimum: 0,
+      description: `Products in the whole catalogue, or matching the filters. With \`search\`, counted up to ${SEARCH_COUNT_BOUND.toLocaleString('en')}: when more match, \`count\` is ${SEARCH_COUNT_BOUND} and \`count_exact\` false.`,
+    }),
+    count_exact: Type.Optional(
+      Type.Boolean({
+        description: `Present only with \`search\`: true when \`count\` is the number of matches (${SEARCH_COUNT_BOUND.toLocaleString('en')} or fewer), false when more than ${SEARCH_COUNT_BOUND.toLocaleString('en')} match. \`next\` is given while another match follows the page, also past ${SEARCH_COUNT_BOUND.toLocaleString('en')}.`,
+      }),
+    ),
     next: Type.Union([Type.String({ format: 'uri' }), Type.Null()], { description: 'Absolute URL of the next page, or null.' }),
     previous: Type.Union([Type.String({ format: 'uri' }), Type.Null()], { description: 'Absolute URL of the previous page, or null.' }),
     results: Type.Array(PageItemSchema),
@@ -36,6 +45,13 @@ export const PageSchema = Type.Object(
   { $id: 'Page', additionalProperties: false },
 );
 export type PageWire = Static<typeof PageSchema>;
+
+/**
+ * A page filtered by `search`: the Page with `count_exact` always there. Its answers are written by
+ * this schema, which puts `count_exact` beside `count`: the route's own serializer writes a property
+ * the schema does not require after all the others.
+ */
+export const SearchPageSchema = Type.Required(PageSchema);
 
 export const ChangeSchema = Type.Object(
   {

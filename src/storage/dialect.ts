@@ -131,6 +131,21 @@ export interface DialectSearch {
    * hold up every other request; PostgreSQL runs it on a connection of its own.
    */
   readonly pksPerPiece?: number;
+  /**
+   * Where set, a page of a text that can be walked (`FilterSource.walk`) and that at least `share` of a
+   * sample of the names holds is read by walking the products in pk order, counting to the bound on
+   * the way; other texts are counted through the trigram index. Without it, every text of a trigram
+   * or more is counted through the index.
+   */
+  readonly denseTexts?: DenseTexts;
+}
+
+/** How a dialect tells a text many names hold from one few do, before reading its matches. */
+export interface DenseTexts {
+  /** The share of the sampled names, from 0 to 1, from which a text is walked. */
+  readonly share: number;
+  /** A statement reading the folded names (`name_folded`) of about `size` products at random out of `products`. */
+  sample(size: number, products: number): RawBuilder<{ name_folded: string | null }>;
 }
 
 /**

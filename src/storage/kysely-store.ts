@@ -129,8 +129,8 @@ export class KyselyCatalogueStore implements CatalogueStore {
     return this.#reads.listProductsAfter(afterPk, limit);
   }
 
-  readFilteredPage(filter: ProductFilter, offset: number, limit: number): Promise<ProductPage> {
-    return this.#search.readFilteredPage(filter, offset, limit);
+  readFilteredPage(filter: ProductFilter, offset: number, limit: number, countAtMost: number): Promise<ProductPage> {
+    return this.#search.readFilteredPage(filter, offset, limit, countAtMost);
   }
 
   countMatching(filter: ProductFilter): Promise<number> {

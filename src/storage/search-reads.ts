@@ -5,6 +5,7 @@ import type { ProductFilter } from '../catalogue/search.js';
 import type { FilterSource } from './dialect.js';
 import { STATE_ROW } from './catalogue-state.js';
 import { pageOf, type PageRow } from './product-reads.js';
+import { NameSample } from './name-sample.js';
 import { PRODUCT_SELECT, toProduct, type ProductRow } from './product-row.js';
 import { countPendingNames, filterSource, FOLD_BATCH, foldNameBatch } from './search-index.js';
 import type { StoreContext } from './store-context.js';
@@ -12,26 +13,54 @@ import type { ProductPage } from './store.js';
 import { nextTurn, Turns } from '../turns.js';
 
 /**
- * The join giving the page `offset`, `limit` of `source`'s matches, as rows `p`, beside the state row `s`
- * and the count `c`. With a way to walk the matches in pk order, the count chooses how: the walk reads
- * about (offset + limit) * products / matches rows, sorting reads every match, so the walk is taken
- * when that is fewer (matches² > (offset + limit) * products). The branch not taken is not run.
+ * A page of `source`'s matches read by walking the products in pk order (`source.walk`) until the
+ * page is read and `countAtMost` matches are counted, whichever is further: about
+ * max(countAtMost, offset + limit) / share rows for a text that `share` of the names hold. Rows `p`
+ * beside the state row `s` and the walk's count `c`, which can pass `countAtMost` (cut by the caller).
  */
-function pageOfMatches(source: FilterSource, offset: number, limit: number): RawBuilder<unknown> {
-  if (source.walk === undefined) {
-    return sql`LEFT JOIN (
+function walkedPage(source: FilterSource & { walk: NonNullable<FilterSource['walk']> }, offset: number, limit: number, countAtMost: number): RawBuilder<PageRow> {
+  return sql<PageRow>`
+    WITH m AS MATERIALIZED (
       SELECT ${PRODUCT_SELECT} FROM ${source.from}
-      WHERE ${source.where} ORDER BY ${source.order} LIMIT ${limit} OFFSET ${offset}
-    ) p ON 1 = 1`;
+      WHERE ${source.walk.where} ORDER BY ${source.walk.order} LIMIT ${Math.max(countAtMost, offset + limit)}
+    )
+    SELECT c.match_count AS product_count, s.revision, p.pk, p.name, p.barcode, p.price_cents
+    FROM (${sql.raw(STATE_ROW)}) s
+    CROSS JOIN (SELECT count(*) AS match_count FROM m) c
+    LEFT JOIN (SELECT * FROM m ORDER BY pk LIMIT ${limit} OFFSET ${offset}) p ON 1 = 1
+    ORDER BY p.pk`;
+}
+
+/**
+ * A page of `source`'s matches with their count up to `countAtMost`, counted from the cheaper `source.count`
+ * (an index) and stopped there. Where the matches can be walked and the count reached the bound, they
+ * are many, and the page is read by walking the products in pk order, which stops at the page's end;
+ * otherwise the page is read through the index and sorted, which reads at most the counted matches.
+ * The branch not taken is not run.
+ */
+function countedPage(source: FilterSource, offset: number, limit: number, countAtMost: number): RawBuilder<PageRow> {
+  const counted = sql`CROSS JOIN (SELECT count(*) AS match_count FROM (SELECT 1 AS found FROM ${source.count} LIMIT ${countAtMost}) f) c`;
+  const state = sql`SELECT c.match_count AS product_count, s.revision, p.pk, p.name, p.barcode, p.price_cents FROM (${sql.raw(STATE_ROW)}) s`;
+  if (source.walk === undefined) {
+    return sql<PageRow>`
+      ${state} ${counted}
+      LEFT JOIN (
+        SELECT ${PRODUCT_SELECT} FROM ${source.from}
+        WHERE ${source.where} ORDER BY ${source.order} LIMIT ${limit} OFFSET ${offset}
+      ) p ON 1 = 1
+      ORDER BY p.pk`;
   }
-  const walked = sql<boolean>`c.match_count * c.match_count > ${offset + limit} * s.product_count`;
-  return sql`LEFT JOIN LATERAL (
-    (SELECT ${PRODUCT_SELECT} FROM ${source.from}
-     WHERE ${walked} AND ${source.walk.where} ORDER BY ${source.walk.order} LIMIT ${limit} OFFSET ${offset})
-    UNION ALL
-    (SELECT ${PRODUCT_SELECT} FROM ${source.from}
-     WHERE NOT ${walked} AND ${source.where} ORDER BY ${source.order} LIMIT ${limit} OFFSET ${offset})
-  ) p ON true`;
+  const many = sql<boolean>`c.match_count >= ${countAtMost}`;
+  return sql<PageRow>`
+    ${state} ${counted}
+    LEFT JOIN LATERAL (
+      (SELECT ${PRODUCT_SELECT} FROM ${source.from}
+       WHERE ${many} AND ${source.walk.where} ORDER BY ${source.walk.order} LIMIT ${limit} OFFSET ${offset})
+      UNION ALL
+      (SELECT ${PRODUCT_SELECT} FROM ${source.from}
+       WHERE NOT ${many} AND ${source.where} ORDER BY ${source.order} LIMIT ${limit} OFFSET ${offset})
+    ) p ON true
+    ORDER BY p.pk`;
 }
 
 /** Reads in pieces a search makes, each spoilt by a write, before it reads in one statement instead. */
@@ -46,6 +75,8 @@ export class SearchReads {
   readonly #revision: () => Promise<number>;
   /** The searches that read every folded name, one at a time. */
   readonly #fullReads = new Turns();
+  /** Where the dialect tells dense texts from sparse ones by a sample of the names: the sample. */
+  readonly #sample: NameSample | undefined;
   /** The background folding of names written without their folded copy, while it runs. */
   #folder: Promise<void> | undefined;
   #closed = false;
@@ -54,21 +85,19 @@ export class SearchReads {
   constructor(context: StoreContext, revision: () => Promise<number>) {
     this.#context = context;
     this.#revision = revision;
+    const dense = context.dialect.search.denseTexts;
+    this.#sample = dense === undefined ? undefined : new NameSample(context, dense);
   }
 
-  async readFilteredPage(filter: ProductFilter, offset: number, limit: number): Promise<ProductPage> {
+  async readFilteredPage(filter: ProductFilter, offset: number, limit: number, countAtMost: number): Promise<ProductPage> {
     const source = await this.#sourceOf(filter);
-    return this.#search(
+    const page = await this.#search(
       source,
       async () => {
         // One statement, so that the count, the revision and the page come from one snapshot everywhere.
-        const { rows } = await sql<PageRow>`
-          SELECT c.match_count AS product_count, s.revision, p.pk, p.name, p.barcode, p.price_cents
-          FROM (${sql.raw(STATE_ROW)}) s
-          CROSS JOIN (SELECT count(*) AS match_count FROM ${source.count}) c
-          ${pageOfMatches(source, offset, limit)}
-          ORDER BY p.pk`.execute(this.#context.db);
-        return pageOf(rows);
+        const walked = source.walk !== undefined && (source.readsEveryName || (await this.#isDense(filter)));
+        const statement = walked ? walkedPage({ ...source, walk: source.walk! }, offset, limit, countAtMost) : countedPage(source, offset, limit, countAtMost);
+        return pageOf((await statement.execute(this.#context.db)).rows);
       },
       async (revision) => {
         let count = 0;
@@ -81,10 +110,13 @@ export class SearchReads {
             products.push(...rows.map(toProduct));
           }
           count += found;
+          // Counted to the bound, with the page read: the pieces after it would change neither.
+          if (count >= Math.max(countAtMost, offset + limit)) break;
         }
         return { count, revision, products };
       },
     );
+    return { ...page, count: Math.min(page.count, countAtMost) };
   }
 
   async countMatching(filter: ProductFilter): Promise<number> {
@@ -175,6 +207,11 @@ export class SearchReads {
     }
     this.foldInBackground();
     throw new SearchCatchingUpError(pending);
+  }
+
+  /** Whether the sample of names says that `filter`'s text is in many names: its page is then walked. */
+  async #isDense(filter: ProductFilter): Promise<boolean> {
+    return filter.search !== undefined && this.#sample !== undefined && (await this.#sample.isDense(filter.search));
   }
 
   async #sourceOf(filter: ProductFilter): Promise<FilterSource> {

@@ -69,12 +69,15 @@ export interface CatalogueStore {
 
   /**
    * Up to `limit` products matching `filter` after skipping `offset` matches, in `pk` order, with the
-   * number of matches (as `count`) and the revision, all from one snapshot. Answered from the barcode
-   * and trigram indexes; a search text shorter than 3 characters reads the folded names.
+   * number of matches counted up to `countAtMost` (as `count`: the number of matches, or `countAtMost`
+   * when that many or more match) and the revision, all from one snapshot. Matches are read no further
+   * than the page and the bound need. Answered from the barcode and trigram indexes, or by walking the
+   * products in pk order where the text is in many names; a search text shorter than 3 characters reads
+   * the folded names, until the bound is counted and the page read.
    */
-  readFilteredPage(filter: ProductFilter, offset: number, limit: number): Promise<ProductPage>;
+  readFilteredPage(filter: ProductFilter, offset: number, limit: number, countAtMost: number): Promise<ProductPage>;
 
-  /** How many products match `filter`. */
+  /** How many products match `filter`, exactly: every match is read. */
   countMatching(filter: ProductFilter): Promise<number>;
 
   /** Up to `limit` products matching `filter` whose `pk` is greater than `afterPk`, in `pk` order. */

@@ -14,6 +14,8 @@ const FIELDS = ['name', 'barcode', 'price'] as const satisfies ReadonlyArray<key
  * it: not an input's maxlength, which counts UTF-16 units and would cut a search of emoji in half.
  */
 const MAX_SEARCH_LENGTH = 100;
+/** Page-number style's fixed page size, as the API documents it. */
+const PAGE_NUMBER_SIZE = 10;
 
 function byId<T extends HTMLElement>(id: string, type: { new (): T }): T {
   const element = document.getElementById(id);
@@ -120,7 +122,12 @@ function startOf(url: string, page: Page, counted: number): number {
   const params = new URL(url, location.href).searchParams;
   const offset = params.get('offset');
   if (offset !== null && /^[0-9]+$/.test(offset)) return Number(offset);
-  if (params.get('page') === 'last') return Math.max(0, page.count - page.results.length);
+  if (params.get('page') === 'last') {
+    if (countIsExact(page)) return Math.max(0, page.count - page.results.length);
+    // Counted only to 1,000: the page before names its place (page-number style has 10 a page).
+    const before = page.previous === null ? undefined : new URL(page.previous).searchParams.get('page');
+    return page.previous === null ? 0 : Number(before ?? '1') * PAGE_NUMBER_SIZE;
+  }
   if (!params.has('page')) return 0;
   // A reload or Back lands on a page without having counted: a full page's size gives its place, and
   // the last page ends at the count.
@@ -225,8 +232,26 @@ function cell(text: string, className?: string): HTMLTableCellElement {
   return td;
 }
 
+/**
+ * Rows per full page: learnt from a full page seen, else from the links (limit/offset ones carry
+ * `limit`; page-number style has 10 a page), else this page's own rows.
+ */
+function pageSizeOf(page: Page): number {
+  const link = page.next ?? page.previous;
+  if (view.pageSize !== undefined || link === null) return view.pageSize ?? page.results.length;
+  const limit = new URL(link).searchParams.get('limit');
+  return limit === null ? PAGE_NUMBER_SIZE : Number(limit);
+}
+
+/** Whether the page's count is every match: a search's count stops at 1,000, and then says so. */
+function countIsExact(page: Page): boolean {
+  return page.count_exact !== false;
+}
+
 function renderPager(page: Page): void {
-  const products = page.count === 1 ? '1 product' : `${page.count.toLocaleString()} products`;
+  // Past the bound the count is only a floor: the service stopped counting there.
+  const total = countIsExact(page) ? page.count.toLocaleString() : `more than ${page.count.toLocaleString()}`;
+  const products = page.count === 1 && countIsExact(page) ? '1 product' : `${total} products`;
   ui.count.textContent = isFiltered() ? `${products} found` : products;
   ui.previous.disabled = page.previous === null;
   ui.next.disabled = page.next === null;
@@ -234,19 +259,23 @@ function renderPager(page: Page): void {
     ui.indicator.textContent = page.count === 0 ? 'Nothing to show' : 'Past the last product';
     return;
   }
-  const size = view.pageSize ?? page.results.length;
-  const pages = Math.max(1, Math.ceil(page.count / size));
-  const current = Math.min(pages, Math.floor(view.start / size) + 1);
+  const size = pageSizeOf(page);
+  const current = Math.floor(view.start / size) + 1;
   const first = view.start + 1;
   const last = view.start + page.results.length;
-  ui.indicator.textContent = `Page ${current} of ${pages} · ${first}–${last} of ${page.count}`;
+  if (!countIsExact(page)) {
+    ui.indicator.textContent = `Page ${current} · ${first.toLocaleString()}–${last.toLocaleString()} of ${total}`;
+    return;
+  }
+  const pages = Math.max(1, Math.ceil(page.count / size));
+  ui.indicator.textContent = `Page ${Math.min(pages, current)} of ${pages} · ${first}–${last} of ${page.count}`;
 }
 
 async function follow(direction: 'next' | 'previous'): Promise<void> {
   const page = view.page;
   const url = page?.[direction];
   if (page === undefined || url === null || url === undefined) return;
-  const size = view.pageSize ?? page.results.length;
+  const size = pageSizeOf(page);
   const counted = direction === 'next' ? view.start + page.results.length : Math.max(0, view.start - size);
   const button = direction === 'next' ? ui.next : ui.previous;
   await showPage(url, counted);
@@ -262,7 +291,8 @@ async function follow(direction: 'next' | 'previous'): Promise<void> {
  */
 function lastPageUrl(page: Page): string | undefined {
   const link = page.next ?? page.previous;
-  if (link === null) return undefined;
+  // A count that stopped at 1,000 does not say where the last page is.
+  if (link === null || !countIsExact(page)) return undefined;
   const url = new URL(link);
   if (url.searchParams.has('limit')) {
     const limit = Number(url.searchParams.get('limit'));

@@ -5,7 +5,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { browserSkip, launchChromium, SCREENSHOTS } from '../helpers/browser.js';
 import { ensureBuild } from '../helpers/build.js';
 import { postJson } from '../helpers/http.js';
-import { countAll, createProduct, listAll, uniqueBarcode } from '../helpers/products.js';
+import { countAll, createProduct, listAll, searchBoundCatalogue, uniqueBarcode } from '../helpers/products.js';
 import { startFreshServer, type RunningServer } from '../helpers/server.js';
 import { sqlite } from '../helpers/stores.js';
 
@@ -144,6 +144,41 @@ describe('the catalogue in Chromium', { skip: browserSkip }, () => {
         await page.locator('#count', { hasText: `${style.seeded} products` }).waitFor();
         assert.equal(new URL(page.url()).search, '');
         await page.close();
+      });
+
+      test('says "more than 1,000" where a search\'s count stops there, and pages past it', async () => {
+        // A catalogue of its own: 1,001 names hold `alpha`, 1,000 `beta`.
+        const many = await startFreshServer(sqlite, style.env);
+        try {
+          await many.store.insertProducts((async function* () {
+            yield searchBoundCatalogue();
+          })());
+          const page = await context.newPage();
+          await page.goto(`${many.url}/?search=alpha`);
+          await page.locator('#count', { hasText: 'found' }).waitFor();
+          assert.equal(await page.locator('#count').textContent(), 'more than 1,000 products found');
+          assert.equal(await page.locator('#page-indicator').textContent(), `Page 1 · 1–${style.pageSize} of more than 1,000`);
+          await shot(page, '6-search-more-than-1000');
+          await page.locator('#next').click();
+          await page.locator('#page-indicator', { hasText: 'Page 2' }).waitFor();
+          assert.equal(await page.locator('#page-indicator').textContent(), `Page 2 · ${style.pageSize + 1}–${2 * style.pageSize} of more than 1,000`);
+          // The last match, past 1,000: its page is there, and nothing follows it.
+          await page.goto(`${many.url}/?search=alpha&${style.pagination === 'limit-offset' ? 'offset=1000' : 'page=last'}`);
+          await page.locator('#page-indicator', { hasText: '1,001–1,001' }).waitFor();
+          const lastPage = 1_000 / style.pageSize + 1;
+          assert.equal(await page.locator('#page-indicator').textContent(), `Page ${lastPage} · 1,001–1,001 of more than 1,000`);
+          assert.deepEqual(await rowNames(page), ['Alpha 1001']);
+          assert.equal(await page.locator('#next').isDisabled(), true);
+          // Exactly 1,000 matches are counted exactly.
+          await page.getByLabel('Find a product').fill('beta');
+          await page.getByLabel('Find a product').press('Enter');
+          await page.locator('#page-indicator', { hasText: 'Page 1 of' }).waitFor();
+          assert.equal(await page.locator('#count').textContent(), '1,000 products found');
+          assert.equal(await page.locator('#page-indicator').textContent(), `Page 1 of ${1_000 / style.pageSize} · 1–${style.pageSize} of 1000`);
+          await page.close();
+        } finally {
+          await many.stop();
+        }
       });
 
       test('opens a product by its number, and says when there is none', async () => {

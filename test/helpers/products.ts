@@ -1,4 +1,5 @@
 import { ean13CheckDigit } from '../../src/catalogue/ean13.js';
+import type { NewProduct } from '../../src/catalogue/product.js';
 import type { ProductWire } from '../../src/http/schemas.js';
 import { postJson, send } from './http.js';
 
@@ -32,3 +33,24 @@ export async function countAll(baseUrl: string): Promise<number> {
   if (res.status !== 200) throw new Error(`count failed: ${res.status}`);
   return (res.json as { count: number }).count;
 }
+
+/**
+ * A search's count at and around its bound of 1,000: a product before the matches, 1,001 that match
+ * `alpha` (and `lp`), of which the first 1,000 match `beta` (and `et`) and the first 999 `gamma` (and
+ * `mm`), and one after them, for terms the trigram index finds and terms too short for it. Barcodes
+ * and prices are the same in every call, so that every database stores the same products.
+ */
+export function searchBoundCatalogue(): NewProduct[] {
+  const names = ['Plain bread'];
+  for (let n = 1; n <= 1_001; n += 1) names.push(n <= 999 ? `Gamma beta alpha ${n}` : n === 1_000 ? `Beta alpha ${n}` : `Alpha ${n}`);
+  names.push('Plain water');
+  return names.map((name, i) => {
+    const first12 = `29${String(i).padStart(10, '0')}`;
+    return { name, barcode: first12 + String(ean13CheckDigit(first12)), priceCents: 100 };
+  });
+}
+
+/** The terms of `searchBoundCatalogue`, each with how many of its names hold it. */
+export const SEARCH_BOUND_TERMS: ReadonlyArray<readonly [term: string, matches: number]> = [
+  ['gamma', 999], ['mm', 999], ['beta', 1_000], ['et', 1_000], ['alpha', 1_001], ['lp', 1_001],
+];

@@ -19,9 +19,10 @@ function bulkLoad(location: DatabaseLocation, count: number, first: number): str
   return `INSERT INTO product (name, barcode, price_cents) ${series}`;
 }
 
+/** The v1 list's matches, every one of them: a page's count stops at 1,000. */
 async function searchCount(server: ChildServer, text: string) {
-  const res = await send(`${server.url}/api/v2/shop/products?limit=1&search=${encodeURIComponent(text)}`);
-  return { status: res.status, retryAfter: res.headers['retry-after'], count: (res.json as { count?: number } | undefined)?.count };
+  const res = await send(`${server.url}/api/v1/shop/products?search=${encodeURIComponent(text)}`);
+  return { status: res.status, retryAfter: res.headers['retry-after'], count: Array.isArray(res.json) ? res.json.length : undefined };
 }
 
 /** Searches until the answer is no longer 503, and returns it. */

@@ -165,7 +165,7 @@ describeEachStore('finding products', { env: { PAGE_SIZE: '2' } }, (ctx) => {
     assert.deepEqual(await json(`${v1}?barcode=${target.barcode}&search=BRULEE`), [target]);
     assert.deepEqual(await json(`${v1}?barcode=${target.barcode}&search=e`), [target]);
     assert.deepEqual(await json(`${v1}?barcode=${target.barcode}&search=espresso`), []);
-    assert.deepEqual(await json(`${v2}?barcode=${target.barcode}&search=tea`), { count: 0, next: null, previous: null, results: [] });
+    assert.deepEqual(await json(`${v2}?barcode=${target.barcode}&search=tea`), { count: 0, count_exact: true, next: null, previous: null, results: [] });
   });
 
   it('counts matches and keeps the filters in the links, visiting each match once', async () => {
@@ -258,7 +258,8 @@ describeEachStore('finding products, page-number style', { env: { PAGINATION: 'p
     assert.deepEqual(await json<Page>(`${v2}?search=kase&page=2`), last);
     const past = await send(`${v2}?search=kase&page=3`);
     assert.equal(past.status, 404, past.text);
-    assert.deepEqual(await json(`${v2}?search=nothing`), { count: 0, next: null, previous: null, results: [] });
+    assert.equal((past.json as { detail: string }).detail, 'Page 3 does not exist; the last page is 2.');
+    assert.deepEqual(await json(`${v2}?search=nothing`), { count: 0, count_exact: true, next: null, previous: null, results: [] });
     assert.equal((await send(`${v2}?search=nothing&page=2`)).status, 404);
   });
 });

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { postJson, send, type RawResponse } from '../helpers/http.js';
+import { SEARCH_BOUND_TERMS, searchBoundCatalogue } from '../helpers/products.js';
 import { startFreshServer, type RunningServer } from '../helpers/server.js';
 import { STORES, postgres } from '../helpers/stores.js';
+import type { NewProduct } from '../../src/catalogue/product.js';
 
 /** One scripted request; the same script runs against every database. */
 type Step = readonly [label: string, run: (url: string) => Promise<RawResponse>];
@@ -52,28 +54,57 @@ const SCRIPT: readonly Step[] = [
   ['readiness', get('/readyz')],
 ];
 
-// Not `describeEachStore`: the answers of every database are compared with each other, so this needs
-// them all at once (and PostgreSQL among them).
-describe('the same requests on every database', { skip: postgres.skip }, () => {
-  const servers = new Map<string, RunningServer>();
-  before(async () => {
-    for (const store of STORES) servers.set(store.name, await startFreshServer(store));
-  });
-  after(async () => {
-    for (const server of servers.values()) await server.stop();
-  });
+const BOUND_CATALOGUE = searchBoundCatalogue();
+const BOUND_TERMS = SEARCH_BOUND_TERMS.map(([term]) => term);
 
-  it('get the same answers, byte for byte', async () => {
-    const transcripts = new Map<string, string[]>();
-    for (const [name, server] of servers) {
-      const lines: string[] = [];
-      for (const [label, run] of SCRIPT) {
-        const res = await run(server.url);
-        lines.push(`${label}: ${res.status} ${res.headers['content-type'] ?? '-'} ${res.headers.location ?? '-'} ${res.text.replaceAll(server.url, 'BASE')}`);
+const BOUND_LIMIT_OFFSET: readonly Step[] = BOUND_TERMS.flatMap((term): Step[] =>
+  [[0, 10], [990, 10], [999, 2], [1_000, 10], [0, 1_000], [1_500, 100]].map(([offset, limit]) => [`${term} at ${offset}, ${limit}`, get(`/api/v2/shop/products?search=${term}&limit=${limit}&offset=${offset}`)]),
+);
+
+const BOUND_PAGE_NUMBER: readonly Step[] = BOUND_TERMS.flatMap((term): Step[] =>
+  ['1', '100', '101', '102', 'last'].map((page) => [`${term}, page ${page}`, get(`/api/v2/shop/products?search=${term}&page=${page}`)]),
+);
+
+/**
+ * Declares a comparison: `script` runs against a server over a fresh database of every kind, each
+ * started with `env` and given `products` first, and every answer must be the same on all of them.
+ * Not `describeEachStore`: the answers of every database are compared with each other, so this needs
+ * them all at once (and PostgreSQL among them).
+ */
+function sameAnswers(title: string, script: readonly Step[], { env = {}, products = [] }: { env?: Record<string, string>; products?: readonly NewProduct[] } = {}): void {
+  describe(title, { skip: postgres.skip }, () => {
+    const servers = new Map<string, RunningServer>();
+    before(async () => {
+      for (const store of STORES) {
+        const server = await startFreshServer(store, env);
+        servers.set(store.name, server);
+        if (products.length > 0) {
+          await server.store.insertProducts((async function* () {
+            yield products;
+          })());
+        }
       }
-      transcripts.set(name, lines);
-    }
-    const [first, ...others] = [...transcripts.values()];
-    for (const other of others) assert.deepEqual(other, first);
+    });
+    after(async () => {
+      for (const server of servers.values()) await server.stop();
+    });
+
+    it('get the same answers, byte for byte', async () => {
+      const transcripts = new Map<string, string[]>();
+      for (const [name, server] of servers) {
+        const lines: string[] = [];
+        for (const [label, run] of script) {
+          const res = await run(server.url);
+          lines.push(`${label}: ${res.status} ${res.headers['content-type'] ?? '-'} ${res.headers.location ?? '-'} ${res.text.replaceAll(server.url, 'BASE')}`);
+        }
+        transcripts.set(name, lines);
+      }
+      const [first, ...others] = [...transcripts.values()];
+      for (const other of others) assert.deepEqual(other, first);
+    });
   });
-});
+}
+
+sameAnswers('the same requests on every database', SCRIPT);
+sameAnswers('the same searches around the count\'s bound on every database, limit and offset', BOUND_LIMIT_OFFSET, { products: BOUND_CATALOGUE });
+sameAnswers('the same searches around the count\'s bound on every database, page numbers', BOUND_PAGE_NUMBER, { env: { PAGINATION: 'page-number' }, products: BOUND_CATALOGUE });

@@ -26,6 +26,15 @@ export const postgresSearch: DialectSearch = {
   // PostgreSQL would otherwise walk the pk index, reading every row until enough match: a full
   // scan for a rare name or a barcode. Sorting the few matches the index finds is cheaper.
   pkOrder: sql<number>`product.pk + 0`,
+  // The trigram index's count of a common text reads a posting list of every name that holds it, and
+  // then the rows up to the bound, scattered over the table (12-24 ms for a text in 4-6 % of a
+  // million names); a walk in pk order reads 1,001 matches of it in 3-8 ms. For a text in fewer than
+  // 2 % of the names the walk reads 50,000 rows or more, and the index wins (docs/PERFORMANCE.md).
+  denseTexts: {
+    share: 0.02,
+    // Whole pages of the table at random (SYSTEM): a few dozen pages for a million products.
+    sample: (size, products) => sql`SELECT name_folded FROM product TABLESAMPLE SYSTEM (${sql.lit(Math.min(100, (100 * size) / Math.max(1, products)))})`,
+  },
   textSource(text, short, plain) {
     // A text too short for a trigram reads every folded name whatever the index; walking them in pk
     // order finds a page of a common one (most names hold an `e`) without reading them all.
