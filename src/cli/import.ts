@@ -61,7 +61,7 @@ an unreadable file, a database error), 2 wrong usage.
         throw new CommandFailure(`${rows} already in the catalogue (by barcode); nothing was imported. Pass --update to take their names and prices from the file.`);
       }
       const count = `${result.bad.length} ${result.bad.length === 1 ? 'row is' : 'rows are'}`;
-      const update = inCatalogue > 0 ? ` (${inCatalogue} of them name products already in the catalogue: --update takes their names and prices)` : '';
+      const update = inCatalogue > 0 ? ` (${inCatalogue} only for being in the catalogue already: --update takes the file's names and prices for those)` : '';
       throw new CommandFailure(`${count} not valid${update}; nothing was imported. Fix them, or pass --skip-invalid to import the valid rows only.`);
     }
     const skipped = result.bad.length > 0 ? `; skipped ${result.bad.length} invalid row${result.bad.length === 1 ? '' : 's'}` : '';
