@@ -21,24 +21,24 @@ export function bulkProgress(verbose: boolean): BulkOptions {
 }
 
 /**
- * A bar per pass over a file of `size` bytes (checking, then writing) for a person at a terminal; a
- * log or a pipe gets the summary alone.
+ * A bar per pass over a file of `size` bytes (checking, then writing) for a person at a terminal, or
+ * over `total` of something else (products removed); a log or a pipe gets the summary alone.
  */
-export function progressBar(size: number): { update: (phase: string, bytes: number) => void; stop: () => void } {
+export function progressBar(size: number): { update: (phase: string, done: number, total?: number) => void; stop: () => void } {
   if (!process.stderr.isTTY) return { update: () => undefined, stop: () => undefined };
   // cli-progress draws on standard error, so standard output stays free for data.
   const bar = new SingleBar({ format: '{phase} |{bar}| {percentage}%', hideCursor: true });
   let current = '';
   let done = 0;
   return {
-    update: (phase, bytes) => {
+    update: (phase, amount, total = size) => {
       if (phase !== current) {
         if (current !== '') bar.stop();
         current = phase;
         done = 0;
-        bar.start(Math.max(size, 1), 0, { phase: phase.padEnd(9) });
+        bar.start(Math.max(total, 1), 0, { phase: phase.padEnd(9) });
       }
-      done += bytes;
+      done += amount;
       bar.update(done);
     },
     stop: () => {

@@ -42,6 +42,8 @@ export interface ImportResult extends PriceListOutcome {
 export interface RestoreFileOptions extends FileOptions<'restoring'> {
   /** Remove the products the catalogue holds first; without it, only an empty catalogue is restored into. */
   readonly replace: boolean;
+  /** With `replace`: told how many products each step removed, before the file's are written. */
+  readonly onRemoved?: (products: number) => void;
 }
 
 export interface RestoreResult extends RestoreOutcome {
@@ -82,7 +84,8 @@ export async function restoreProductFile(store: CatalogueStore, path: string, op
   const { bad, highestPk } = await findBadRows(store, path, options.format, 'restore', (bytes) => options.onProgress?.('checking', bytes));
   if (bad.length > 0) return { restored: 0, removed: 0, bad };
   const batches = goodRows(path, options.format, 'restore', bad, (bytes) => options.onProgress?.('restoring', bytes)) as AsyncIterable<Product[]>;
-  return { ...(await store.restoreProducts(batches, { ...options.bulk, replace: options.replace, highestPk })), bad };
+  const { replace, onRemoved } = options;
+  return { ...(await store.restoreProducts(batches, { ...options.bulk, replace, highestPk, ...(onRemoved === undefined ? {} : { onRemoved }) })), bad };
 }
 
 /** The file's good rows, read again, in batches: as products, with their pks when restoring. */

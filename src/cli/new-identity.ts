@@ -27,7 +27,7 @@ Exit status: 0 done, 1 failed, 2 wrong usage.
       process.stdout.write(this.help);
       return EXIT.done;
     }
-    if (parsed.positionals.length > 0) throw new UsageError(`Expected no arguments, got ${parsed.positionals.length}.`);
+    if (parsed.positionals.length > 0) throw new UsageError(`new-identity takes no arguments, got ${parsed.positionals.join(' ')}.`);
     const { store } = await openConfiguredStore();
     try {
       const id = await store.renewCatalogueId();

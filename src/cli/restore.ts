@@ -47,7 +47,8 @@ Exit status: 0 restored, 1 nothing restored (a bad row, a catalogue that is not 
       // Refused before the file is read, which can take a while; the store checks again as it starts.
       const { count } = await store.describeCatalogue();
       if (count > 0 && !replace) throw new CatalogueNotEmptyError(count);
-      result = await restoreProductFile(store, path, { format, replace, onProgress: progress.update, bulk: bulkProgress(parsed.values['verbose'] === true) });
+      const onRemoved = (products: number): void => progress.update('removing', products, count);
+      result = await restoreProductFile(store, path, { format, replace, onProgress: progress.update, onRemoved, bulk: bulkProgress(parsed.values['verbose'] === true) });
     } catch (error) {
       if (error instanceof CatalogueNotEmptyError) throw new CommandFailure(`${error.message} Pass --replace to put ${path} in their place. Nothing was restored.`);
       throw bulkFileFailure(error, path, 'restore');

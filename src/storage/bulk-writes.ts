@@ -96,7 +96,7 @@ export class BulkWrites {
    * Restores products with their own pks, all or nothing (see `CatalogueStore.restoreProducts`): the
    * products there at the start are removed first when `replace` says so, in the same bulk write.
    */
-  async restoreProducts(batches: AsyncIterable<readonly Product[]>, { replace, highestPk, ...options }: RestoreOptions): Promise<RestoreOutcome> {
+  async restoreProducts(batches: AsyncIterable<readonly Product[]>, { replace, highestPk, onRemoved, ...options }: RestoreOptions): Promise<RestoreOutcome> {
     const context = this.#context;
     // Before any step: a create made while the restore runs must draw a pk above the backup's.
     const lastPk = await context.run(() =>
@@ -131,6 +131,7 @@ export class BulkWrites {
       if (removed.length > 0) {
         await journal.recordRows(trx, 'removed', { from: sql`product`, where: sql<boolean>`product.pk IN (${sql.join(removed)})` });
         await trx.deleteFrom('product').where('pk', 'in', removed).execute();
+        onRemoved?.(removed.length);
       }
       if (restored.length > 0) {
         const rows = restored.map((product) => {

@@ -265,6 +265,8 @@ export interface RestoreOptions extends BulkOptions {
   readonly replace: boolean;
   /** The highest pk among the products to restore (0: none). */
   readonly highestPk: number;
+  /** With `replace`: told how many products each step removed, before the restored ones are written. */
+  onRemoved?(products: number): void;
 }
 
 /** What a restore did. */

@@ -35,6 +35,9 @@ describe('the catalogue command', { timeout: 180_000 }, () => {
       [['import', '--help'], 'Usage: catalogue import [--update] [--skip-invalid] [--format csv|json] FILE'],
       [['export', '-h'], 'Usage: catalogue export [--format csv|json] [FILE]'],
       [['migrate', '--help'], 'Usage: catalogue migrate'],
+      [['restore', '--help'], 'Usage: catalogue restore [--replace] [--format csv|json] FILE'],
+      [['help', 'new-identity'], 'Usage: catalogue new-identity'],
+      [['restore', '--replace', 'x.csv', '-h'], 'Usage: catalogue restore'],
       // Help comes before any complaint about the other arguments.
       [['import', '--bogus', 'a.csv', 'b.csv', '--help'], 'Usage: catalogue import'],
       [['export', '--format', 'xml', 'x', 'y', '-h'], 'Usage: catalogue export'],
@@ -62,6 +65,9 @@ describe('the catalogue command', { timeout: 180_000 }, () => {
       [['export', '--format'], '--format needs a value.\nRun `catalogue export --help` for its usage.'],
       [['export', '--format', 'xml'], '--format must be csv or json, not "xml".\nRun `catalogue export --help` for its usage.'],
       [['migrate', 'now'], 'migrate takes no arguments, got now.\nRun `catalogue migrate --help` for its usage.'],
+      [['restore'], 'Name the FILE to restore.\nRun `catalogue restore --help` for its usage.'],
+      [['restore', '--update', 'a.csv'], 'Unknown option --update.\nRun `catalogue restore --help` for its usage.'],
+      [['new-identity', 'now'], 'new-identity takes no arguments, got now.\nRun `catalogue new-identity --help` for its usage.'],
     ] as const) {
       const [command, ...rest] = args;
       assert.deepEqual(await runCli(command, rest, env), { code: 2, stdout: '', stderr: `${message}\n` }, args.join(' '));
