@@ -98,17 +98,16 @@ export class BulkWrites {
    */
   async restoreProducts(batches: AsyncIterable<readonly Product[]>, { replace, highestPk, onRemoved, ...options }: RestoreOptions): Promise<RestoreOutcome> {
     const context = this.#context;
-    // Before any step: a create made while the restore runs must draw a pk above the backup's.
-    const lastPk = await context.run(() =>
-      context.writeDb.transaction().execute(async (trx) => {
-        const { count } = stateOf((await sql<StateRow>`${sql.raw(STATE_ROW)}`.execute(trx)).rows[0]);
-        if (count > 0 && !replace) throw new CatalogueNotEmptyError(count);
-        if (highestPk > 0) await context.dialect.reservePks(trx, highestPk);
-        await writeNewCatalogueId(trx);
-        const highest = await trx.selectFrom('product').select((eb) => eb.fn.max('pk').as('pk')).executeTakeFirst();
-        return Number(highest?.pk ?? 0);
-      }),
-    );
+    let lastPk = 0;
+    // The first step: a create made while the restore runs must draw a pk above the backup's.
+    const begin = async (trx: Transaction<Database>): Promise<void> => {
+      const { count } = stateOf((await sql<StateRow>`${sql.raw(STATE_ROW)}`.execute(trx)).rows[0]);
+      if (count > 0 && !replace) throw new CatalogueNotEmptyError(count);
+      if (highestPk > 0) await context.dialect.reservePks(trx, highestPk);
+      await writeNewCatalogueId(trx);
+      const highest = await trx.selectFrom('product').select((eb) => eb.fn.max('pk').as('pk')).executeTakeFirst();
+      lastPk = Number(highest?.pk ?? 0);
+    };
     // The products there now, a batch of pks at a time; those created from now on stay.
     async function* present(): AsyncGenerator<RestoreItem[]> {
       let after = 0;
@@ -142,12 +141,13 @@ export class BulkWrites {
         await journal.recordAdded(trx, restored.map((product) => product.pk));
       }
       return { restored: restored.length, removed: removed.length };
-    }, (total, step) => ({ restored: total.restored + step.restored, removed: total.removed + step.removed }));
+    }, (total, step) => ({ restored: total.restored + step.restored, removed: total.removed + step.removed }), begin);
   }
 
   /**
    * Runs a bulk write over `batches` in steps of up to ROWS_PER_STEP items, each `step` in a transaction
-   * of its own, its outcomes added up with `add`. On any failure, the steps done are undone.
+   * of its own, its outcomes added up with `add`, after `begin` (a step of its own, if given). On any
+   * failure, the steps done are undone.
    */
   async #inSteps<Item, Outcome, Total>(
     kind: BulkWriteKind,
@@ -156,10 +156,12 @@ export class BulkWrites {
     empty: Total,
     step: (journal: BulkWriteJournal, trx: Transaction<Database>, chunk: readonly Item[]) => Promise<Outcome>,
     add: (total: Total, outcome: Outcome) => Total,
+    begin?: (trx: Transaction<Database>) => Promise<void>,
   ): Promise<Total> {
     const journal = await BulkWriteJournal.start(this.#context, kind);
     let chunk: readonly Item[] = [];
     try {
+      if (begin !== undefined) await journal.step(begin);
       let total = empty;
       for await (const batch of batches) {
         for (let start = 0; start < batch.length; start += ROWS_PER_STEP) {

@@ -133,8 +133,8 @@ export interface CatalogueStore {
    * pks up to `highestPk` are reserved (no create takes one meanwhile; later ones follow it) and the
    * catalogue gets a new identity, so that copies kept through the change feed start again.
    * @throws CatalogueNotEmptyError when the catalogue holds products and `replace` is not set;
-   *   DuplicateBarcodeError when another writer took a barcode meanwhile; BulkWriteRunningError.
-   *   Nothing is changed then, but the identity and the reserved pks.
+   *   BulkWriteRunningError; nothing is changed then. DuplicateBarcodeError when another writer took a
+   *   barcode meanwhile: what was written is undone, but the identity and the reserved pks stay new.
    */
   restoreProducts(batches: AsyncIterable<readonly Product[]>, options: RestoreOptions): Promise<RestoreOutcome>;
 

@@ -81,8 +81,8 @@ describeEachStore('restoreProducts', { env: false, stores: CONTRACT_STORES }, (c
     });
     const undos: number[] = [];
     await assert.rejects(store.restoreProducts(failing, { replace: true, highestPk: 3_000, onUndo: ({ steps }) => undos.push(steps) }), /the backup file went away/);
-    // Two steps of removal, one of the backup's first thousand products.
-    assert.deepEqual(undos, [3]);
+    // The first step (the identity, the pks reserved), two of removal, one of the backup's first thousand products.
+    assert.deepEqual(undos, [4]);
     assert.deepEqual(await storedProducts(store), there);
     // The journal is gone: the next bulk write runs.
     assert.equal(await store.insertProducts(inBatches([product(1, 'Next')], 1)), 1);
@@ -97,6 +97,7 @@ describeEachStore('restoreProducts', { env: false, stores: CONTRACT_STORES }, (c
     await assert.rejects(store.restoreProducts(taking, { replace: false, highestPk: 2_000 }), (error: unknown) => error instanceof DuplicateBarcodeError && error.barcode === products.at(-1)!.barcode);
     assert.deepEqual((await storedProducts(store)).map((p) => p.name), ['Took it']);
 
+    const identity = await catalogueId(store);
     const other = await store.insertProducts(
       (async function* () {
         await assert.rejects(store.restoreProducts(inBatches([product(1)], 1), { replace: true, highestPk: 1 }), BulkWriteRunningError);
@@ -104,5 +105,7 @@ describeEachStore('restoreProducts', { env: false, stores: CONTRACT_STORES }, (c
       })(),
     );
     assert.equal(other, 1);
+    // Refused before its first step: the catalogue keeps its identity.
+    assert.equal(await catalogueId(store), identity);
   });
 });
