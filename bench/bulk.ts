@@ -1,8 +1,9 @@
 /**
  * `npm run bench -- --bulk`: the bulk writes a shop makes, at the sizes it has, timed whole, each
  * beside the same rows loaded by plain SQL in the same run (the database's own ceiling): an import,
- * the same rows again with new names and prices (`import --update`), one SQL UPDATE of every row, and
- * a service started over rows loaded behind its back (PostgreSQL: COPY), until every name is folded.
+ * the same rows again with new names and prices (`import --update`), one SQL UPDATE of every row, an
+ * export of them restored (`restore`, into an empty catalogue and with `--replace` in place of itself),
+ * and a service started over rows loaded behind its back (PostgreSQL: COPY), until every name is folded.
  */
 import { execFile } from 'node:child_process';
 import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
@@ -65,7 +66,14 @@ export async function runBulk(options: BulkOptions): Promise<number> {
       const imported = await timed(() => run(process.execPath, [cli, 'import', listed], { env, maxBuffer: 1 << 24 }));
       const updated = await timed(() => run(process.execPath, [cli, 'import', '--update', changed], { env, maxBuffer: 1 << 24 }));
       const byUpdate = await timed(() => catalogue.write('UPDATE product SET price_cents = price_cents + 1'));
+      // A backup of that catalogue, put back into an empty one and in place of itself.
+      const backup = join(work, `backup-${size}.csv`);
+      await run(process.execPath, [cli, 'export', backup], { env, maxBuffer: 1 << 24 });
+      const replaced = await timed(() => run(process.execPath, [cli, 'restore', '--replace', backup], { env, maxBuffer: 1 << 24 }));
       await catalogue.drop();
+      const empty = await scratch(options, work, `restore-${size}`);
+      const restored = await timed(() => run(process.execPath, [cli, 'restore', backup], { env: { ...process.env, DATABASE_URL: empty.url }, maxBuffer: 1 << 24 }));
+      await empty.drop();
 
       const row = (scenario: string, seconds: number, note = '', perRow = true): string[] =>
         [scenario, size.toLocaleString('en'), seconds.toFixed(1), perRow ? rate(size / seconds) : '-', `${(seconds / load).toFixed(2)}x`, note];
@@ -74,6 +82,8 @@ export async function runBulk(options: BulkOptions): Promise<number> {
         row('catalogue import', imported),
         row('catalogue import --update', updated, 'every name and price changed'),
         row('SQL UPDATE of every row', byUpdate),
+        row('catalogue restore', restored, 'an export of the catalogue above, into an empty one'),
+        row('catalogue restore --replace', replaced, 'the same, in place of as many products'),
         row('start after the load: /healthz', start.healthy, `a search meanwhile answered ${start.searchStatus}`, false),
         row('start after the load: all folded', start.folded, 'from the start of the process'),
       );

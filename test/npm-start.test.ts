@@ -157,6 +157,17 @@ describe('npm start', { timeout: 360_000 }, () => {
     assert.deepEqual(await service.exited, { code: 0, signal: null });
   });
 
+  it('says in one line to run npm ci first on a checkout never built, and exits 1', async (t) => {
+    const checkout = mkdtempSync(join(tmpdir(), 'catalogue-unbuilt-'));
+    t.after(() => rmSync(checkout, { recursive: true, force: true }));
+    cpSync(join(ROOT, 'package.json'), join(checkout, 'package.json'));
+    const refused = await exitOf(run('npm', ['start', '--silent'], { DATABASE_URL: await freshDatabase(t) }, checkout));
+    assert.equal(refused.code, 1);
+    assert.equal(refused.stdout, '');
+    assert.ok(refused.stderr.endsWith('There is no build in dist/: run `npm ci` first (it installs and builds).\n'), refused.stderr);
+    assert.doesNotMatch(refused.stderr, /^\s+at |Cannot find module/m);
+  });
+
   it('says in one line that the port is in use, and exits 1', async (t) => {
     const port = await busyPort(t);
     const line = `Cannot listen on 127.0.0.1:${port}: the port is in use by another process (set PORT to another port).\n`;
@@ -179,14 +190,14 @@ describeEachStore('MIGRATE_ON_START=false', { env: false, timeout: 360_000 }, (c
     assert.deepEqual(refused, {
       code: 1,
       stdout: '',
-      stderr: 'The database schema is not current: 0001_create_product, 0002_catalogue_state, 0003_idempotency, 0004_change_notice, 0005_product_search, 0006_price_limit, 0007_change_feed, 0008_bulk_write_journal, 0009_search_index_on_change, 0010_search_across_words have not run. Run `npx catalogue migrate` first (MIGRATE_ON_START is false).\n',
+      stderr: 'The database schema is not current: 0001_create_product, 0002_catalogue_state, 0003_idempotency, 0004_change_notice, 0005_product_search, 0006_price_limit, 0007_change_feed, 0008_bulk_write_journal, 0009_search_index_on_change, 0010_search_across_words, 0011_catalogue_identity have not run. Run `npx catalogue migrate` first (MIGRATE_ON_START is false).\n',
     });
     // Neither does the import migrate it behind the operator's back.
     const exported = await runCli('export', [], env);
     assert.equal(exported.code, 1);
     assert.match(exported.stderr, /^The database schema is not current: .* Run `catalogue migrate` first \(MIGRATE_ON_START is false\)\.\n$/);
 
-    assert.deepEqual(await runCli('migrate', [], env), { code: 0, stdout: '', stderr: 'Applied: 0001_create_product, 0002_catalogue_state, 0003_idempotency, 0004_change_notice, 0005_product_search, 0006_price_limit, 0007_change_feed, 0008_bulk_write_journal, 0009_search_index_on_change, 0010_search_across_words.\n' });
+    assert.deepEqual(await runCli('migrate', [], env), { code: 0, stdout: '', stderr: 'Applied: 0001_create_product, 0002_catalogue_state, 0003_idempotency, 0004_change_notice, 0005_product_search, 0006_price_limit, 0007_change_feed, 0008_bulk_write_journal, 0009_search_index_on_change, 0010_search_across_words, 0011_catalogue_identity.\n' });
     const service = await started(t, run(process.execPath, [SERVER], env));
     assert.deepEqual((await send(`${service.url}/api/v2/shop/products`)).json, { count: 0, next: null, previous: null, results: [] });
     process.kill(service.child.pid!, 'SIGTERM');

@@ -197,9 +197,10 @@ export interface paths {
          * What changed since a version: to keep a copy of the catalogue in step
          * @description Every product whose version is greater than `since`, once, in its state now, in version order; `product: null` means it was removed (left out when `since` is 0: a new copy has nothing to remove).
          *     `version` is the catalogue's version in the same snapshot: keep it and ask `since=` it next time. `next` is null when the answer holds every change up to `version`; otherwise follow it.
+         *     `catalogue_id` is the catalogue's identity: it changes whenever the catalogue's history is cut (a restored backup). A copy made under another identity is not of this catalogue: drop it and start again from `since=0`.
          *     A client that always resumes from a version it was given never misses a change and never sees one out of order, whatever writes at the same time on however many instances.
          *
-         *     With `Accept: text/event-stream` (a browser's EventSource) the answer is a stream of server-sent events: every change after the starting point (`Last-Event-ID` when sent, else `since`) as `event: change` with `id:` its version, then `event: caught-up` (data `{"version": N}`), then each new change as it is committed. A comment line every 15 s keeps proxies from closing it.
+         *     With `Accept: text/event-stream` (a browser's EventSource) the answer is a stream of server-sent events: first `event: catalogue` (data `{"catalogue_id": …}`), then every change after the starting point (`Last-Event-ID` when sent, else `since`) as `event: change` with `id:` its version, then `event: caught-up` (data `{"version": N, "catalogue_id": …}`), then each new change as it is committed. The stream ends when the identity changes. A comment line every 15 s keeps proxies from closing it.
          *
          *     Carries a strong ETag (JSON answers); send it back in If-None-Match for a 304 while nothing changed.
          */
@@ -351,6 +352,11 @@ export interface components {
             } | null;
         };
         ChangePage: {
+            /**
+             * @description The catalogue's identity: it changes whenever its history is cut (a restored backup). A copy made under another identity must start again from `since=0`.
+             * @example 0f8fad5b-d9cb-469f-a165-70867728950e
+             */
+            catalogue_id: string;
             /** @description The catalogue's version when the changes were read: ask `since=` it next time. */
             version: number;
             /** @description Every product changed after `since`, once, in version order. */

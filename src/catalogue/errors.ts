@@ -70,11 +70,22 @@ export class StoreTimeoutError extends Error {
   }
 }
 
-/** Another bulk write (an import, a price list, a removal) is under way: one runs at a time. */
+/** Another bulk write (an import, a price list, a removal, a restore) is under way: one runs at a time. */
 export class BulkWriteRunningError extends Error {
   constructor(kind: string, owner: string, since: Date) {
     super(`Another ${kind} is under way (${owner}, since ${since.toISOString()}); one bulk write runs at a time. Try again when it has finished.`);
     this.name = 'BulkWriteRunningError';
+  }
+}
+
+/** A restore was asked to load into a catalogue that holds products, without being told to replace them. */
+export class CatalogueNotEmptyError extends Error {
+  readonly count: number;
+
+  constructor(count: number) {
+    super(`The catalogue holds ${count} product${count === 1 ? '' : 's'}; a restore loads into an empty catalogue unless told to replace what is there.`);
+    this.name = 'CatalogueNotEmptyError';
+    this.count = count;
   }
 }
 

@@ -4,15 +4,17 @@ import { CommandFailure, EXIT, isBrokenPipe, UsageError, type Command } from './
 import { exportCommand } from './export.js';
 import { importCommand } from './import.js';
 import { migrateCommand } from './migrate.js';
+import { newIdentityCommand } from './new-identity.js';
 import { removeCommand } from './remove.js';
+import { restoreCommand } from './restore.js';
 import { hideSqliteExperimentalWarning } from './node-warnings.js';
 
-const COMMANDS: readonly Command[] = [importCommand, removeCommand, exportCommand, migrateCommand];
+const COMMANDS: readonly Command[] = [importCommand, removeCommand, exportCommand, restoreCommand, newIdentityCommand, migrateCommand];
 
 const HELP = `Usage: catalogue <command> [options]
 
 Commands:
-${COMMANDS.map((command) => `  ${command.name.padEnd(8)} ${command.summary}`).join('\n')}
+${COMMANDS.map((command) => `  ${command.name.padEnd(12)} ${command.summary}`).join('\n')}
 
 Run \`catalogue <command> --help\` for a command's options. Every command reads the service's
 settings from the environment (DATABASE_URL, MIGRATE_ON_START, ...). Data goes to standard output,

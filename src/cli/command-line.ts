@@ -1,10 +1,12 @@
+import { statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { BulkWriteRunningError, DuplicateBarcodeError } from '../catalogue/errors.js';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { errorCode, errorMessage } from '../error-details.js';
 import { SchemaNotCurrentError } from '../storage/migrations.js';
 import { openStore } from '../storage/open-store.js';
 import type { CatalogueStore } from '../storage/store.js';
-import { formatOfPath, type FileFormat } from './product-rows.js';
+import { formatOfPath, UnreadableFileError, type FileFormat } from './product-rows.js';
 
 /** How long a command's write waits for the catalogue's write lock, at the least. */
 const COMMAND_WRITE_WAIT_MS = 60_000;
@@ -89,6 +91,38 @@ export function readFormat(given: string | boolean | undefined, path: string | u
   const format = given ?? (path === undefined ? 'csv' : formatOfPath(path));
   if (format !== 'csv' && format !== 'json') throw new UsageError(`--format must be csv or json, not ${JSON.stringify(format)}.`);
   return format;
+}
+
+/** The one FILE a bulk command reads, its format and its size (for the progress bar). */
+export interface FileToRead {
+  readonly path: string;
+  readonly format: FileFormat;
+  readonly size: number;
+}
+
+/**
+ * The FILE named by the arguments of a command that reads one (import, restore).
+ * @throws UsageError when there is none or more than one, or `--format` is wrong; CommandFailure when it cannot be read.
+ */
+export function fileToRead(parsed: ParsedArguments, verb: string): FileToRead {
+  const [path, ...extra] = parsed.positionals;
+  if (path === undefined) throw new UsageError(`Name the FILE to ${verb}.`);
+  if (extra.length > 0) throw new UsageError(`Expected one FILE, got ${parsed.positionals.length}.`);
+  const format = readFormat(parsed.values['format'], path);
+  try {
+    return { path, format, size: statSync(path).size };
+  } catch (error) {
+    throw new CommandFailure(`Cannot read ${path}: ${errorMessage(error)}`);
+  }
+}
+
+/** What a bulk command reading a file (`import`, `restore`) says when it failed; nothing was written then. */
+export function bulkFileFailure(error: unknown, path: string, command: 'import' | 'restore'): CommandFailure {
+  const done = `${command}ed`;
+  if (error instanceof UnreadableFileError) return new CommandFailure(`${path}: ${error.message.replace(/([^.])$/, '$1.')} Nothing was ${done}.`);
+  if (error instanceof DuplicateBarcodeError) return new CommandFailure(`${error.message} It was added while the ${command} ran; nothing was ${done}.`);
+  if (error instanceof BulkWriteRunningError) return new CommandFailure(`${error.message} Nothing was ${done}.`);
+  return new CommandFailure(`${command[0]!.toUpperCase()}${command.slice(1)} failed; nothing was ${done}: ${errorMessage(error)}`);
 }
 
 /**

@@ -4,15 +4,19 @@ import { stringify } from 'csv-stringify';
 import { formatPrice } from '../catalogue/price.js';
 import { PRODUCT_FIELDS, type Product } from '../catalogue/product.js';
 import type { CatalogueStore } from '../storage/store.js';
-import type { FileFormat } from './product-rows.js';
+import { PK_COLUMN, type FileFormat } from './product-rows.js';
 import { nameForSpreadsheet } from './spreadsheet-names.js';
 
 /** Products read from the database at a time. */
 const BATCH_ROWS = 1000;
 
+/** The columns of an export, in their order. */
+const COLUMNS = [PK_COLUMN, ...PRODUCT_FIELDS] as const;
+
 /**
- * Writes the whole catalogue, in `pk` order, as the import reads it: CSV with a
- * `name,barcode,price` header, or a JSON array with one product per line. Prices are exact decimal
+ * Writes the whole catalogue, in `pk` order, as the import and the restore read it: CSV with a
+ * `pk,name,barcode,price` header, or a JSON array with one product per line (the import ignores the
+ * pk; the restore keeps it). Prices are exact decimal
  * strings. In CSV, which is opened in spreadsheets, a name a spreadsheet would run as a formula gets a
  * leading quote (`nameForSpreadsheet`; the import drops it), and a name with a semicolon is quoted,
  * so that a spreadsheet splitting lines at semicolons does not make a cell of what follows one.
@@ -22,20 +26,20 @@ const BATCH_ROWS = 1000;
  */
 export async function exportProducts(store: CatalogueStore, format: FileFormat, output: Writable): Promise<number> {
   let count = 0;
-  async function* products(written = (name: string) => name): AsyncGenerator<Record<(typeof PRODUCT_FIELDS)[number], string>> {
+  async function* products(written = (name: string) => name): AsyncGenerator<{ pk: number } & Record<(typeof PRODUCT_FIELDS)[number], string>> {
     let after = 0;
     for (;;) {
       const batch: Product[] = await store.listProductsAfter(after, BATCH_ROWS);
       for (const product of batch) {
         count += 1;
-        yield { name: written(product.name), barcode: product.barcode, price: formatPrice(product.priceCents) };
+        yield { pk: product.pk, name: written(product.name), barcode: product.barcode, price: formatPrice(product.priceCents) };
       }
       if (batch.length < BATCH_ROWS) return;
       after = batch[batch.length - 1]!.pk;
     }
   }
   if (format === 'csv') {
-    await pipeline(Readable.from(products(nameForSpreadsheet)), stringify({ header: true, columns: [...PRODUCT_FIELDS], quoted_match: ';' }), output);
+    await pipeline(Readable.from(products(nameForSpreadsheet)), stringify({ header: true, columns: [...COLUMNS], quoted_match: ';' }), output);
   } else {
     await pipeline(Readable.from(jsonLines(products())), output);
   }

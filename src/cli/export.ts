@@ -8,13 +8,16 @@ export const exportCommand: Command = {
   summary: 'write the whole catalogue as CSV or JSON',
   help: `Usage: catalogue export [--format csv|json] [FILE]
 
-Writes every product, in pk order, in the format import reads: CSV with a name,barcode,price header,
-or a JSON array. Prices are exact, with two decimals. Without FILE the data goes to standard output,
-alone: the summary and any message go to standard error.
+Writes every product with its pk, in pk order, in the format import and restore read: CSV with a
+pk,name,barcode,price header, or a JSON array. Prices are exact, with two decimals. Without FILE the
+data goes to standard output, alone: the summary and any message go to standard error.
+
+A backup: \`catalogue restore FILE\` puts every product back with its pk. \`catalogue import FILE\`
+ignores the pks and adds the products with new ones (into another catalogue, say).
 
 CSV is made safe to open in a spreadsheet: a name beginning with =, +, -, @, a tab or a carriage
 return (which a spreadsheet would run as a formula) is written with a ' before it, and a name with a
-semicolon is quoted. Import drops that ', so an exported file imports back exactly.
+semicolon is quoted. Import and restore drop that ', so an exported file reads back exactly.
 
 Options:
   --format FORMAT  csv or json (default: from FILE's name, .json is JSON, anything else CSV)

@@ -1,11 +1,6 @@
-import { statSync } from 'node:fs';
-import { SingleBar } from 'cli-progress';
-import { BulkWriteRunningError, DuplicateBarcodeError } from '../catalogue/errors.js';
-import { bulkProgress } from './bulk-progress.js';
-import { errorMessage } from '../error-details.js';
-import { CommandFailure, EXIT, openConfiguredStore, readArguments, readFormat, UsageError, type Command } from './command-line.js';
+import { bulkProgress, progressBar } from './bulk-progress.js';
+import { bulkFileFailure, CommandFailure, EXIT, fileToRead, openConfiguredStore, readArguments, type Command } from './command-line.js';
 import { importProductFile, type ImportResult } from './import-products.js';
-import { UnreadableFileError } from './product-rows.js';
 
 export const importCommand: Command = {
   name: 'import',
@@ -13,8 +8,9 @@ export const importCommand: Command = {
   help: `Usage: catalogue import [--update] [--skip-invalid] [--format csv|json] FILE
 
 Adds the products of FILE to the catalogue, each checked with the API's rules: all of them, or
-none when any row is bad. FILE is CSV with a name,barcode,price header, or a JSON array of
-{"name", "barcode", "price"} objects.
+none when any row is bad. FILE is CSV with a name,barcode,price header (fields separated by commas,
+or by semicolons when the header is), or a JSON array of {"name", "barcode", "price"} objects. A pk
+column or field (an export has one) is ignored: the products get new pks (restore keeps them).
 
 The rows are written in short steps, so that the running service goes on creating products
 meanwhile (they appear step by step); should the import fail or be stopped half-way, even killed,
@@ -40,19 +36,9 @@ an unreadable file, a database error), 2 wrong usage.
       process.stdout.write(this.help);
       return EXIT.done;
     }
-    const [path, ...extra] = parsed.positionals;
-    if (path === undefined) throw new UsageError('Name the FILE to import.');
-    if (extra.length > 0) throw new UsageError(`Expected one FILE, got ${parsed.positionals.length}.`);
-    const format = readFormat(parsed.values['format'], path);
+    const { path, format, size } = fileToRead(parsed, 'import');
     const skipInvalid = parsed.values['skip-invalid'] === true;
     const update = parsed.values['update'] === true;
-
-    let size: number;
-    try {
-      size = statSync(path).size;
-    } catch (error) {
-      throw new CommandFailure(`Cannot read ${path}: ${errorMessage(error)}`);
-    }
 
     const { store } = await openConfiguredStore();
     const progress = progressBar(size);
@@ -60,10 +46,7 @@ an unreadable file, a database error), 2 wrong usage.
     try {
       result = await importProductFile(store, path, { format, skipInvalid, update, onProgress: progress.update, bulk: bulkProgress(parsed.values['verbose'] === true) });
     } catch (error) {
-      if (error instanceof UnreadableFileError) throw new CommandFailure(`${path}: ${error.message.replace(/([^.])$/, '$1.')} Nothing was imported.`);
-      if (error instanceof DuplicateBarcodeError) throw new CommandFailure(`${error.message} It was added while the import ran; nothing was imported.`);
-      if (error instanceof BulkWriteRunningError) throw new CommandFailure(`${error.message} Nothing was imported.`);
-      throw new CommandFailure(`Import failed; nothing was imported: ${errorMessage(error)}`);
+      throw bulkFileFailure(error, path, 'import');
     } finally {
       progress.stop();
       await store.close();
@@ -71,8 +54,15 @@ an unreadable file, a database error), 2 wrong usage.
 
     for (const row of result.bad) console.error(`${row.at}: ${row.reason}`);
     if (result.bad.length > 0 && !skipInvalid) {
+      // A file imported again (a price list, a backup): --skip-invalid would import nothing of it.
+      const inCatalogue = result.bad.filter((row) => row.inCatalogue === true).length;
+      if (inCatalogue === result.bad.length) {
+        const rows = inCatalogue === 1 ? 'The row names a product' : `All ${inCatalogue} rows name products`;
+        throw new CommandFailure(`${rows} already in the catalogue (by barcode); nothing was imported. Pass --update to take their names and prices from the file.`);
+      }
       const count = `${result.bad.length} ${result.bad.length === 1 ? 'row is' : 'rows are'}`;
-      throw new CommandFailure(`${count} not valid; nothing was imported. Fix them, or pass --skip-invalid to import the valid rows only.`);
+      const update = inCatalogue > 0 ? ` (${inCatalogue} only for being in the catalogue already: --update takes the file's names and prices for those)` : '';
+      throw new CommandFailure(`${count} not valid${update}; nothing was imported. Fix them, or pass --skip-invalid to import the valid rows only.`);
     }
     const skipped = result.bad.length > 0 ? `; skipped ${result.bad.length} invalid row${result.bad.length === 1 ? '' : 's'}` : '';
     console.error(
@@ -83,27 +73,3 @@ an unreadable file, a database error), 2 wrong usage.
     return EXIT.done;
   },
 };
-
-/** A bar per pass for a person at a terminal; a log or a pipe gets the summary alone. */
-function progressBar(size: number): { update: (phase: string, bytes: number) => void; stop: () => void } {
-  if (!process.stderr.isTTY) return { update: () => undefined, stop: () => undefined };
-  // cli-progress draws on standard error, so standard output stays free for data.
-  const bar = new SingleBar({ format: '{phase} |{bar}| {percentage}%', hideCursor: true });
-  let current = '';
-  let done = 0;
-  return {
-    update: (phase, bytes) => {
-      if (phase !== current) {
-        if (current !== '') bar.stop();
-        current = phase;
-        done = 0;
-        bar.start(Math.max(size, 1), 0, { phase: phase.padEnd(9) });
-      }
-      done += bytes;
-      bar.update(done);
-    },
-    stop: () => {
-      if (current !== '') bar.stop();
-    },
-  };
-}

@@ -37,9 +37,14 @@ export function formatOfPath(path: string): FileFormat {
   return extname(path).toLowerCase() === '.json' ? 'json' : 'csv';
 }
 
+/** The column an export writes beside the product's fields, which a restore reads and an import ignores. */
+export const PK_COLUMN = 'pk';
+
 /**
- * Reads products from a file, streaming: CSV with a `name,barcode,price` header (any column order),
- * or a JSON array of `{name, barcode, price}` objects. Values are handed on as written (CSV fields as
+ * Reads products from a file, streaming: CSV with a `name,barcode,price` header (any column order,
+ * `pk` allowed too; fields separated by commas, or by semicolons when the header is, as spreadsheets
+ * write CSV where the comma is the decimal mark), or a JSON array of `{name, barcode, price}` objects
+ * (`pk` allowed too). Values are handed on as written (CSV fields as
  * strings, JSON numbers as `JsonNumber`s) for the catalogue's own checks, but for the quote the CSV
  * export puts before a name that a spreadsheet would run as a formula (`nameFromSpreadsheet`).
  *
@@ -110,9 +115,33 @@ function startLine(endLine: number, raw: string): number {
   return endLine - (raw.endsWith('\n') ? breaks - 1 : breaks);
 }
 
+/**
+ * The text of a CSV file, with the separator its header uses: a semicolon when the header has one and
+ * no comma (a spreadsheet's CSV where the comma is the decimal mark), else the comma.
+ */
+async function withSeparator(text: AsyncIterable<string>): Promise<{ separator: ',' | ';'; text: AsyncIterable<string> }> {
+  const iterator = text[Symbol.asyncIterator]();
+  const read: string[] = [];
+  let header = '';
+  while (!header.includes('\n')) {
+    const next = await iterator.next();
+    if (next.done === true) break;
+    read.push(next.value);
+    header += next.value;
+  }
+  const line = header.split('\n', 1)[0]!;
+  const separator = line.includes(';') && !line.includes(',') ? ';' : ',';
+  async function* again(): AsyncGenerator<string> {
+    yield* read;
+    for (let next = await iterator.next(); next.done !== true; next = await iterator.next()) yield next.value;
+  }
+  return { separator, text: again() };
+}
+
 async function* csvRows(input: AsyncIterable<Buffer | string>): AsyncGenerator<SourceRow> {
-  const source = Readable.from(strictUtf8(input));
-  const parser = source.pipe(parseCsv({ info: true, raw: true, bom: true, skip_empty_lines: true, relax_column_count: true }));
+  const { separator, text } = await withSeparator(strictUtf8(input));
+  const source = Readable.from(text);
+  const parser = source.pipe(parseCsv({ delimiter: separator, info: true, raw: true, bom: true, skip_empty_lines: true, relax_column_count: true }));
   // pipe() does not pass the source's errors on; the parser's iteration must end with them.
   source.on('error', (error) => parser.destroy(error));
   let header: string[] | undefined;
@@ -120,13 +149,13 @@ async function* csvRows(input: AsyncIterable<Buffer | string>): AsyncGenerator<S
   try {
     for await (const { record, info, raw } of parser as AsyncIterable<{ record: string[]; info: { lines: number }; raw: string }>) {
       if (header === undefined) {
-        header = checkHeader(record);
+        header = checkHeader(record, separator);
         continue;
       }
       index += 1;
       const position = { index, at: `line ${startLine(info.lines, raw)}` };
       if (record.length !== header.length) {
-        yield { ...position, problem: `Expected ${header.length} fields (${header.join(',')}), found ${record.length}.` };
+        yield { ...position, problem: `Expected ${header.length} fields (${header.join(separator)}), found ${record.length}.` };
         continue;
       }
       // The quote the export puts before a name a spreadsheet would run is not part of the name.
@@ -139,13 +168,15 @@ async function* csvRows(input: AsyncIterable<Buffer | string>): AsyncGenerator<S
   if (header === undefined) throw new UnreadableFileError(`The file is empty; the first line must be the header ${PRODUCT_FIELDS.join(',')}.`);
 }
 
-function checkHeader(record: string[]): string[] {
+function checkHeader(record: string[], separator: string): string[] {
   const columns = record.map((column) => column.trim().toLowerCase());
   const expected = PRODUCT_FIELDS as readonly string[];
-  const unknown = columns.filter((column) => !expected.includes(column));
+  const unknown = columns.filter((column) => !expected.includes(column) && column !== PK_COLUMN);
   const missing = expected.filter((column) => !columns.includes(column));
   if (unknown.length > 0 || missing.length > 0 || new Set(columns).size !== columns.length) {
-    throw new UnreadableFileError(`Line 1: the header must name the columns ${expected.join(',')} once each (any order); found ${record.join(',')}.`);
+    throw new UnreadableFileError(
+      `Line 1: the header must name the columns ${expected.join(',')} once each (any order, ${PK_COLUMN} too), separated by commas or semicolons; found ${record.join(separator)}.`,
+    );
   }
   return columns;
 }

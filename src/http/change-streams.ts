@@ -55,6 +55,8 @@ interface Stream {
   readonly socket: FastifyRequest['socket'];
   /** The version of the last change it was sent (or it started after). */
   position: number;
+  /** The catalogue's identity it was told at its start; `undefined` until its first read. */
+  catalogue?: string;
   live: boolean;
   closed: boolean;
 }
@@ -176,7 +178,7 @@ export class ChangeStreams {
   async #catchUp(stream: Stream): Promise<void> {
     for (;;) {
       const { page, events } = await this.#readAfter(stream.position);
-      if (stream.closed) return;
+      if (stream.closed || !sameCatalogue(stream, page)) return;
       for (const event of events) write(stream, event);
       if (page.changes.length > 0) stream.position = page.changes.at(-1)!.version;
       if (page.more) {
@@ -187,7 +189,7 @@ export class ChangeStreams {
       // by a later one leaves no gap a client must fill, so the stream stands at that version.
       stream.position = Math.max(stream.position, page.version);
       if (this.#live.size > 0 && stream.position < this.#head) continue;
-      write(stream, `id: ${stream.position}\nevent: caught-up\ndata: ${JSON.stringify({ version: stream.position })}\n\n`);
+      write(stream, `id: ${stream.position}\nevent: caught-up\ndata: ${JSON.stringify({ version: stream.position, catalogue_id: stream.catalogue })}\n\n`);
       if (this.#live.size === 0) {
         this.#head = stream.position;
         this.#generation = undefined;
@@ -255,6 +257,7 @@ export class ChangeStreams {
       this.#generation = generation;
       for (;;) {
         const page = await this.#store.readChanges(this.#head, CHANGES_PER_READ);
+        for (const stream of this.#live) sameCatalogue(stream, page);
         for (const change of page.changes) {
           const event = changeEvent(change);
           for (const stream of this.#live) {
@@ -286,12 +289,27 @@ export class ChangeStreams {
   }
 }
 
+/**
+ * Tells a stream the catalogue's identity with its first read (`event: catalogue`); ends it when a
+ * later read finds another (a restore cut the history): the client, reconnecting, is told the new one
+ * and starts its copy again.
+ */
+function sameCatalogue(stream: Stream, page: ChangePage): boolean {
+  if (stream.catalogue === undefined) {
+    stream.catalogue = page.catalogue;
+    write(stream, `event: catalogue\ndata: ${JSON.stringify({ catalogue_id: page.catalogue })}\n\n`);
+  }
+  if (stream.catalogue === page.catalogue) return true;
+  stream.body.end();
+  return false;
+}
+
 function changeEvent(change: Change): string {
   return `id: ${change.version}\nevent: change\ndata: ${JSON.stringify(changeWire(change))}\n\n`;
 }
 
 function write(stream: Stream, text: string): void {
-  if (!stream.closed) stream.body.write(text);
+  if (!stream.closed && !stream.body.writableEnded) stream.body.write(text);
 }
 
 /** Bytes written for the client that it has not read yet: in the answer's stream and the socket. */

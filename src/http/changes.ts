@@ -43,9 +43,10 @@ export async function changes(app: FastifyInstance, { store, streams }: ChangesO
           description: [
             'Every product whose version is greater than `since`, once, in its state now, in version order; `product: null` means it was removed (left out when `since` is 0: a new copy has nothing to remove).',
             '`version` is the catalogue\'s version in the same snapshot: keep it and ask `since=` it next time. `next` is null when the answer holds every change up to `version`; otherwise follow it.',
+            '`catalogue_id` is the catalogue\'s identity: it changes whenever the catalogue\'s history is cut (a restored backup). A copy made under another identity is not of this catalogue: drop it and start again from `since=0`.',
             'A client that always resumes from a version it was given never misses a change and never sees one out of order, whatever writes at the same time on however many instances.',
             '',
-            'With `Accept: text/event-stream` (a browser\'s EventSource) the answer is a stream of server-sent events: every change after the starting point (`Last-Event-ID` when sent, else `since`) as `event: change` with `id:` its version, then `event: caught-up` (data `{"version": N}`), then each new change as it is committed. A comment line every 15 s keeps proxies from closing it.',
+            'With `Accept: text/event-stream` (a browser\'s EventSource) the answer is a stream of server-sent events: first `event: catalogue` (data `{"catalogue_id": …}`), then every change after the starting point (`Last-Event-ID` when sent, else `since`) as `event: change` with `id:` its version, then `event: caught-up` (data `{"version": N, "catalogue_id": …}`), then each new change as it is committed. The stream ends when the identity changes. A comment line every 15 s keeps proxies from closing it.',
             '',
             'Carries a strong ETag (JSON answers); send it back in If-None-Match for a 304 while nothing changed.',
           ].join('\n'),
@@ -65,7 +66,7 @@ export async function changes(app: FastifyInstance, { store, streams }: ChangesO
               headers: { ETag: ETAG_HEADER },
               content: {
                 'application/json': { schema: Type.Ref('ChangePage') },
-                'text/event-stream': { schema: Type.String({ description: 'Server-sent events: `change` (data: a Change), `caught-up` (data: {"version": N}), and keep-alive comments.' }) },
+                'text/event-stream': { schema: Type.String({ description: 'Server-sent events: `catalogue` (data: {"catalogue_id": …}), `change` (data: a Change), `caught-up` (data: {"version": N, "catalogue_id": …}), and keep-alive comments.' }) },
               },
             },
             304: { description: 'Not modified: the ETag in If-None-Match is still current. No body.', type: 'null' },
@@ -106,7 +107,7 @@ export async function changes(app: FastifyInstance, { store, streams }: ChangesO
           if (since > page.version) throw aheadOfCatalogue(since, page.version, 'since');
           const next = page.more && page.lastVersion !== undefined ? pageLink(address.base, address.path, address.params, { since: page.lastVersion, ...(address.params.has('limit') ? { limit } : {}) }) : null;
           // A ChangePage, around the changes the database wrote as JSON: a page holds up to 10,000.
-          const start = `{"version":${page.version},"changes":`;
+          const start = `{"catalogue_id":${JSON.stringify(page.catalogue)},"version":${page.version},"changes":`;
           const end = `,"next":${JSON.stringify(next)}}`;
           const changes = page.changesJson;
           if (typeof changes === 'string') return start + changes + end;

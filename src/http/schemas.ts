@@ -72,6 +72,10 @@ export type ChangeWire = Static<typeof ChangeSchema>;
 
 export const ChangePageSchema = Type.Object(
   {
+    catalogue_id: Type.String({
+      description: 'The catalogue\'s identity: it changes whenever its history is cut (a restored backup). A copy made under another identity must start again from `since=0`.',
+      examples: ['0f8fad5b-d9cb-469f-a165-70867728950e'],
+    }),
     version: Type.Integer({ minimum: 0, description: 'The catalogue\'s version when the changes were read: ask `since=` it next time.' }),
     changes: Type.Array(Type.Ref('Change'), { description: 'Every product changed after `since`, once, in version order.' }),
     next: Type.Union([Type.String({ format: 'uri' }), Type.Null()], { description: 'The rest of the changes up to `version`, or null: this answer holds them all.' }),

@@ -17,7 +17,7 @@ export const ABANDONED_AFTER_MS = 120_000;
 const ROWS_PER_UNDO_STEP = 1_000;
 
 /** What a bulk write does, as an operator would name it. */
-export type BulkWriteKind = 'import' | 'price list' | 'removal';
+export type BulkWriteKind = 'import' | 'price list' | 'removal' | 'restore';
 
 /** What undoing a bulk write could not put back. */
 export interface UndoOutcome {

@@ -1,11 +1,13 @@
 import { sql, type Transaction } from 'kysely';
-import { DuplicateBarcodeError, UnknownBarcodesError } from '../catalogue/errors.js';
-import type { NewProduct } from '../catalogue/product.js';
+import { CatalogueNotEmptyError, DuplicateBarcodeError, UnknownBarcodesError } from '../catalogue/errors.js';
+import type { NewProduct, Product } from '../catalogue/product.js';
 import { BulkWriteJournal, type BulkWriteKind } from './bulk-write-journal.js';
+import { stateOf, STATE_ROW, writeNewCatalogueId } from './catalogue-state.js';
+import type { StateRow } from './dialect.js';
 import { NEW_PRODUCT_COLUMNS, newProductRow, type NewProductRow } from './product-row.js';
 import type { Database } from './schema.js';
 import type { StoreContext } from './store-context.js';
-import type { BulkOptions, PriceListOutcome } from './store.js';
+import type { BulkOptions, PriceListOutcome, RestoreOptions, RestoreOutcome } from './store.js';
 
 /** Rows per statement when many are read at once; well under every database's parameter limit. */
 const ROWS_PER_STATEMENT = 500;
@@ -91,8 +93,61 @@ export class BulkWrites {
   }
 
   /**
+   * Restores products with their own pks, all or nothing (see `CatalogueStore.restoreProducts`): the
+   * products there at the start are removed first when `replace` says so, in the same bulk write.
+   */
+  async restoreProducts(batches: AsyncIterable<readonly Product[]>, { replace, highestPk, onRemoved, ...options }: RestoreOptions): Promise<RestoreOutcome> {
+    const context = this.#context;
+    let lastPk = 0;
+    // The first step: a create made while the restore runs must draw a pk above the backup's.
+    const begin = async (trx: Transaction<Database>): Promise<void> => {
+      const { count } = stateOf((await sql<StateRow>`${sql.raw(STATE_ROW)}`.execute(trx)).rows[0]);
+      if (count > 0 && !replace) throw new CatalogueNotEmptyError(count);
+      if (highestPk > 0) await context.dialect.reservePks(trx, highestPk);
+      await writeNewCatalogueId(trx);
+      const highest = await trx.selectFrom('product').select((eb) => eb.fn.max('pk').as('pk')).executeTakeFirst();
+      lastPk = Number(highest?.pk ?? 0);
+    };
+    // The products there now, a batch of pks at a time; those created from now on stay.
+    async function* present(): AsyncGenerator<RestoreItem[]> {
+      let after = 0;
+      for (;;) {
+        const rows = await context.run(() =>
+          context.db.selectFrom('product').select('pk').where('pk', '>', after).where('pk', '<=', lastPk).orderBy('pk').limit(ROWS_PER_STEP).execute(),
+        );
+        if (rows.length === 0) return;
+        yield rows.map((row) => ({ remove: Number(row.pk) }));
+        after = Number(rows.at(-1)!.pk);
+      }
+    }
+    async function* items(): AsyncGenerator<readonly RestoreItem[]> {
+      if (replace) yield* present();
+      for await (const batch of batches) yield batch.map((product) => ({ restore: product }));
+    }
+    return this.#inSteps('restore', items(), options, { restored: 0, removed: 0 }, async (journal, trx, chunk) => {
+      const removed = chunk.flatMap((item) => ('remove' in item ? [item.remove] : []));
+      const restored = chunk.flatMap((item) => ('restore' in item ? [item.restore] : []));
+      if (removed.length > 0) {
+        await journal.recordRows(trx, 'removed', { from: sql`product`, where: sql<boolean>`product.pk IN (${sql.join(removed)})` });
+        await trx.deleteFrom('product').where('pk', 'in', removed).execute();
+        onRemoved?.(removed.length);
+      }
+      if (restored.length > 0) {
+        const rows = restored.map((product) => {
+          const row = newProductRow(product);
+          return sql`(${product.pk}, ${row.name}, ${row.name_folded}, ${row.barcode}, ${row.price_cents})`;
+        });
+        await sql`INSERT INTO product (pk, ${sql.raw(NEW_PRODUCT_COLUMNS.join(', '))}) ${context.dialect.givenPk} VALUES ${sql.join(rows)}`.execute(trx);
+        await journal.recordAdded(trx, restored.map((product) => product.pk));
+      }
+      return { restored: restored.length, removed: removed.length };
+    }, (total, step) => ({ restored: total.restored + step.restored, removed: total.removed + step.removed }), begin);
+  }
+
+  /**
    * Runs a bulk write over `batches` in steps of up to ROWS_PER_STEP items, each `step` in a transaction
-   * of its own, its outcomes added up with `add`. On any failure, the steps done are undone.
+   * of its own, its outcomes added up with `add`, after `begin` (a step of its own, if given). On any
+   * failure, the steps done are undone.
    */
   async #inSteps<Item, Outcome, Total>(
     kind: BulkWriteKind,
@@ -101,10 +156,12 @@ export class BulkWrites {
     empty: Total,
     step: (journal: BulkWriteJournal, trx: Transaction<Database>, chunk: readonly Item[]) => Promise<Outcome>,
     add: (total: Total, outcome: Outcome) => Total,
+    begin?: (trx: Transaction<Database>) => Promise<void>,
   ): Promise<Total> {
     const journal = await BulkWriteJournal.start(this.#context, kind);
     let chunk: readonly Item[] = [];
     try {
+      if (begin !== undefined) await journal.step(begin);
       let total = empty;
       for await (const batch of batches) {
         for (let start = 0; start < batch.length; start += ROWS_PER_STEP) {
@@ -129,10 +186,21 @@ export class BulkWrites {
   async #refusal(error: unknown, chunk: readonly unknown[]): Promise<unknown> {
     if (!this.#context.isUniqueViolation(error)) return this.#context.translate(error, 'a step of a bulk write');
     // Which barcode was taken: one already stored, or else one repeated in the chunk.
-    const barcodes = chunk.map((item) => (typeof item === 'string' ? item : (item as NewProduct).barcode));
+    const barcodes = chunk.flatMap(barcodeOf);
     const [stored] = await this.existingBarcodes(barcodes);
     return new DuplicateBarcodeError(stored ?? barcodes.find((b, i) => barcodes.indexOf(b) !== i) ?? barcodes[0] ?? '');
   }
+}
+
+/** A step's item of a restore: a product there before to remove, or one to restore. */
+type RestoreItem = { readonly remove: number } | { readonly restore: Product };
+
+/** The barcode an item of a bulk write writes, if any: a barcode to remove, a product, a product to restore. */
+function barcodeOf(item: unknown): string[] {
+  if (typeof item === 'string') return [item];
+  if (typeof item !== 'object' || item === null) return [];
+  if ('restore' in item) return barcodeOf((item as { restore: Product }).restore);
+  return 'barcode' in item ? [(item as NewProduct).barcode] : [];
 }
 
 /**

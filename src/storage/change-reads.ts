@@ -1,4 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
+import { CATALOGUE_ID } from './catalogue-state.js';
 import { toProduct, type ProductRow } from './product-row.js';
 import { MISSING_STATE, type StoreContext } from './store-context.js';
 import type { Change, ChangePage, ChangePageJson } from './store.js';
@@ -21,7 +22,7 @@ export class ChangeReads {
     // no copy of the page in the database, which a full sync of a million products would pay 100 times.
     const { rows } = await this.#context.run(() =>
       sql<ChangeRow>`
-        SELECT (SELECT version FROM catalogue_state WHERE id = 0) AS head,
+        SELECT (SELECT version FROM catalogue_state WHERE id = 0) AS head, ${sql.raw(CATALOGUE_ID)} AS catalogue,
           catalogue_change.version, catalogue_change.pk, product.name, product.barcode, product.price_cents
         FROM ${changesAfter(since === 0, since)}
         ORDER BY catalogue_change.version
@@ -30,7 +31,7 @@ export class ChangeReads {
     const first = rows[0];
     if (first === undefined) return this.#readWhenNoChanges(since, limit);
     if (first.head === null) throw new Error(MISSING_STATE);
-    return { version: Number(first.head), changes: rows.slice(0, limit).map(toChange), more: rows.length > limit };
+    return { catalogue: String(first.catalogue), version: Number(first.head), changes: rows.slice(0, limit).map(toChange), more: rows.length > limit };
   }
 
   /**
@@ -41,14 +42,14 @@ export class ChangeReads {
    */
   async #readWhenNoChanges(since: number, limit: number): Promise<ChangePage> {
     const { rows } = await this.#context.run(() =>
-      sql<{ head: number | string | bigint; changed: number | boolean }>`
-        SELECT version AS head, EXISTS (SELECT 1 FROM ${changesAfter(since === 0, since)}) AS changed
+      sql<{ head: number | string | bigint; catalogue: string; changed: number | boolean }>`
+        SELECT version AS head, catalogue_id AS catalogue, EXISTS (SELECT 1 FROM ${changesAfter(since === 0, since)}) AS changed
         FROM catalogue_state WHERE id = 0`.execute(this.#context.db),
     );
     const row = rows[0];
     if (row === undefined) throw new Error(MISSING_STATE);
     if (Boolean(row.changed)) return this.readChanges(since, limit);
-    return { version: Number(row.head), changes: [], more: false };
+    return { catalogue: String(row.catalogue), version: Number(row.head), changes: [], more: false };
   }
 
   /**
@@ -63,7 +64,7 @@ export class ChangeReads {
     const { dialect } = this.#context;
     const { rows } = await this.#context.run(() =>
       sql<JsonPageRow>`
-        SELECT (SELECT version FROM catalogue_state WHERE id = 0) AS head, page.changes, page.last,
+        SELECT (SELECT version FROM catalogue_state WHERE id = 0) AS head, ${sql.raw(CATALOGUE_ID)} AS catalogue, page.changes, page.last,
           EXISTS (SELECT 1 FROM ${changesAfter(wholeCopy, sql`page.last`)}) AS more
         FROM (
           SELECT ${dialect.textAsBytes(sql`'[' || coalesce(${dialect.joinInOrder(sql`changed.json`, sql`changed.version`)}, '') || ']'`)} AS changes,
@@ -79,6 +80,7 @@ export class ChangeReads {
     const row = rows[0];
     if (row === undefined || row.head === null) throw new Error(MISSING_STATE);
     return {
+      catalogue: String(row.catalogue),
       version: Number(row.head),
       changesJson: row.changes,
       lastVersion: row.last === null ? undefined : Number(row.last),
@@ -112,6 +114,7 @@ function changesAfter(wholeCopy: boolean, after: number | RawBuilder<unknown>): 
 
 interface JsonPageRow {
   head: number | string | bigint | null;
+  catalogue: string | null;
   /** The changes as a JSON array. */
   changes: string | Uint8Array;
   last: number | string | bigint | null;
@@ -120,6 +123,7 @@ interface JsonPageRow {
 
 interface ChangeRow {
   head: number | string | bigint | null;
+  catalogue: string | null;
   version: number | string | bigint | null;
   pk: number | string | bigint | null;
   name: string | null;

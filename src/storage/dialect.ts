@@ -22,8 +22,15 @@ export interface StoreDialect {
   readonly errors: DialectErrors;
   readonly migrations: DialectMigrations;
   readonly search: DialectSearch;
-  /** What follows an INSERT's column list when its rows give their own `pk` (a removal undone). */
+  /** What follows an INSERT's column list when its rows give their own `pk` (a removal undone, a restore). */
   readonly givenPk: RawBuilder<unknown>;
+  /**
+   * Makes the pks drawn from now on (by a create) greater than `highest`, and than any drawn before: a
+   * restore writes products with their own pks up to `highest`, which no create may take meanwhile
+   * (PostgreSQL: the identity's sequence; SQLite: AUTOINCREMENT's row in `sqlite_sequence`). Draws no
+   * pk itself, so that pks come out the same on every database. Within a transaction of `writeDb`.
+   */
+  reservePks(db: Kysely<Database>, highest: number): Promise<void>;
   /** A text value written as a JSON string, quotes and escapes included (SQLite `json_quote`, PostgreSQL `to_json`). */
   jsonString(text: RawBuilder<unknown>): RawBuilder<string>;
   /**
@@ -100,6 +107,8 @@ export interface DialectMigrations {
   readonly searchIndexOnChange: Migration;
   /** 0010: the trigram index taking its trigrams across words, where 0005's took them word by word. */
   readonly searchAcrossWords: Migration;
+  /** 0011: the notice of a new catalogue identity, where the database needs one (as 0004's for products). */
+  readonly catalogueIdentity: Migration;
   /** The schema holding Kysely's bookkeeping tables, or `undefined` where the database has one. */
   migrationTableSchema(db: Kysely<unknown>): Promise<string | undefined>;
 }

@@ -1,6 +1,7 @@
 import type { NewProduct, Product } from '../catalogue/product.js';
 import type { ProductFilter } from '../catalogue/search.js';
 import { undoAbandonedBulkWrites } from './bulk-write-journal.js';
+import { writeNewCatalogueId } from './catalogue-state.js';
 import { BulkWrites } from './bulk-writes.js';
 import { ChangeReads } from './change-reads.js';
 import type { ChangeSignal, StoreDialect } from './dialect.js';
@@ -8,7 +9,22 @@ import { ProductReads } from './product-reads.js';
 import { ProductWrites } from './product-writes.js';
 import { SearchReads } from './search-reads.js';
 import { StoreContext } from './store-context.js';
-import type { BulkOptions, CatalogueState, CatalogueStore, ChangePage, ChangePageJson, WriteNotices, WriteWaits, IdempotencyRecord, KeyedCreation, PoolStats, PriceListOutcome, ProductPage } from './store.js';
+import type {
+  BulkOptions,
+  CatalogueState,
+  CatalogueStore,
+  ChangePage,
+  ChangePageJson,
+  WriteNotices,
+  WriteWaits,
+  IdempotencyRecord,
+  KeyedCreation,
+  PoolStats,
+  PriceListOutcome,
+  ProductPage,
+  RestoreOptions,
+  RestoreOutcome,
+} from './store.js';
 
 /**
  * The one implementation of `CatalogueStore`, over any database Kysely speaks to. It keeps the cache
@@ -100,6 +116,14 @@ export class KyselyCatalogueStore implements CatalogueStore {
 
   removeProducts(batches: AsyncIterable<readonly string[]>, options?: BulkOptions): Promise<number> {
     return this.#written(this.#bulk.removeProducts(batches, options));
+  }
+
+  restoreProducts(batches: AsyncIterable<readonly Product[]>, options: RestoreOptions): Promise<RestoreOutcome> {
+    return this.#written(this.#bulk.restoreProducts(batches, options));
+  }
+
+  renewCatalogueId(): Promise<string> {
+    return this.#written(this.#context.run(() => writeNewCatalogueId(this.#context.writeDb)));
   }
 
   async undoAbandonedBulkWrites(): Promise<number> {

@@ -2,6 +2,7 @@ import { DEFAULT_MIGRATION_TABLE, Migrator, sql, type Kysely, type Migration, ty
 import type { StoreDialect } from './dialect.js';
 import { MAX_PRICE_CENTS } from '../catalogue/price.js';
 import { STATE_SLOTS } from './schema.js';
+import { newCatalogueId } from './catalogue-state.js';
 
 /**
  * The schema's history, oldest first. Each step is written once; what a database writes in its own
@@ -178,6 +179,21 @@ function migrationsFor(dialect: StoreDialect): Record<string, Migration> {
       // every name.
       up: (db: Kysely<unknown>) => own.searchAcrossWords.up(db),
       down: async (db: Kysely<unknown>) => own.searchAcrossWords.down?.(db),
+    },
+    '0011_catalogue_identity': {
+      // The catalogue's identity, carried by the change feed beside the versions: a restore cuts the
+      // history (versions go back, or start again in another database), and a copy kept in step with
+      // the history before must start again, which it knows by the identity changing. Renewed by every
+      // restore (catalogue restore, catalogue new-identity after a restore of the database itself).
+      async up(db: Kysely<unknown>): Promise<void> {
+        await db.schema.alterTable('catalogue_state').addColumn('catalogue_id', 'text').execute();
+        await sql`UPDATE catalogue_state SET catalogue_id = ${newCatalogueId()} WHERE id = 0`.execute(db);
+        await own.catalogueIdentity.up(db);
+      },
+      async down(db: Kysely<unknown>): Promise<void> {
+        await own.catalogueIdentity.down?.(db);
+        await db.schema.alterTable('catalogue_state').dropColumn('catalogue_id').execute();
+      },
     },
   };
 }

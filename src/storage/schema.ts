@@ -24,6 +24,11 @@ export interface CatalogueStateTable {
   revision: number | string | bigint;
   /** The last version drawn: that of the latest change to a product. */
   version: number | string | bigint;
+  /**
+   * The catalogue's identity, which the change feed carries: renewed whenever its history is cut (a
+   * restore), so that a copy made from the history before tells it is not of this catalogue (migration 0011).
+   */
+  catalogue_id: string | null;
 }
 
 /** The version of each product's last change, removals included (its product is then gone). */

@@ -130,6 +130,25 @@ export interface CatalogueStore {
   removeProducts(batches: AsyncIterable<readonly string[]>, options?: BulkOptions): Promise<number>;
 
   /**
+   * Loads products with their own pks (a backup the export wrote): all or nothing, in short steps as
+   * `insertProducts`. With `replace`, the products in the catalogue when it starts are removed first
+   * (in the same bulk write: undone with it); without, the catalogue must be empty. Before writing,
+   * pks up to `highestPk` are reserved (no create takes one meanwhile; later ones follow it) and the
+   * catalogue gets a new identity, so that copies kept through the change feed start again.
+   * @throws CatalogueNotEmptyError when the catalogue holds products and `replace` is not set;
+   *   BulkWriteRunningError; nothing is changed then. DuplicateBarcodeError when another writer took a
+   *   barcode meanwhile: what was written is undone, but the identity and the reserved pks stay new.
+   */
+  restoreProducts(batches: AsyncIterable<readonly Product[]>, options: RestoreOptions): Promise<RestoreOutcome>;
+
+  /**
+   * Gives the catalogue a new identity: for after its database was put back from a backup behind the
+   * store's back, which brings back the identity the backup had.
+   * @returns the new identity.
+   */
+  renewCatalogueId(): Promise<string>;
+
+  /**
    * Undoes bulk writes whose process died (not seen alive for two minutes), so that what they had
    * written does not stay. Called by a running service now and then, and before every bulk write.
    * @returns how many were undone.
@@ -183,6 +202,8 @@ export interface Change {
 
 /** A page of the change feed. */
 export interface ChangePage {
+  /** The catalogue's identity, from the same snapshot: another one than before means the history was cut (a restore). */
+  readonly catalogue: string;
   /** The catalogue's version in the snapshot the changes were read from. */
   readonly version: number;
   readonly changes: readonly Change[];
@@ -204,6 +225,8 @@ export interface WriteNotices {
 
 /** A page of the change feed as `readChangesJson` reads it. */
 export interface ChangePageJson {
+  /** The catalogue's identity, from the same snapshot. */
+  readonly catalogue: string;
   /** The catalogue's version in the snapshot the changes were read from. */
   readonly version: number;
   /** The changes as a JSON array, in version order: text, or its UTF-8 bytes where the database hands them over so. */
@@ -237,6 +260,23 @@ export interface BulkOptions {
   onFinished?(holds: { readonly longestMs: number; readonly steps: number }): void;
   /** Undone, except these removed products: another product took their barcode meanwhile. */
   onNotRestored?(barcodes: readonly string[]): void;
+}
+
+/** How a restore is to be done. */
+export interface RestoreOptions extends BulkOptions {
+  /** Remove the products the catalogue holds; without it, a catalogue that holds any is refused. */
+  readonly replace: boolean;
+  /** The highest pk among the products to restore (0: none). */
+  readonly highestPk: number;
+  /** With `replace`: told how many products each step removed, before the restored ones are written. */
+  onRemoved?(products: number): void;
+}
+
+/** What a restore did. */
+export interface RestoreOutcome {
+  readonly restored: number;
+  /** Products the catalogue held that were removed (with `replace`). */
+  readonly removed: number;
 }
 
 /** What applying a price list did, by product. */

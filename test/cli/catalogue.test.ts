@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { before, describe, it, type TestContext } from 'node:test';
 import { ensureBuild, ROOT } from '../helpers/build.js';
 import { runCommand, type CommandResult } from '../helpers/child-server.js';
-import { CATALOGUE, runCli } from '../helpers/cli.js';
+import { CATALOGUE, runCli, withPks } from '../helpers/cli.js';
 import { uniqueBarcode } from '../helpers/products.js';
 
 const SAMPLE = join(ROOT, 'samples/products.csv');
@@ -35,6 +35,9 @@ describe('the catalogue command', { timeout: 600_000 }, () => {
       [['import', '--help'], 'Usage: catalogue import [--update] [--skip-invalid] [--format csv|json] FILE'],
       [['export', '-h'], 'Usage: catalogue export [--format csv|json] [FILE]'],
       [['migrate', '--help'], 'Usage: catalogue migrate'],
+      [['restore', '--help'], 'Usage: catalogue restore [--replace] [--format csv|json] FILE'],
+      [['help', 'new-identity'], 'Usage: catalogue new-identity'],
+      [['restore', '--replace', 'x.csv', '-h'], 'Usage: catalogue restore'],
       // Help comes before any complaint about the other arguments.
       [['import', '--bogus', 'a.csv', 'b.csv', '--help'], 'Usage: catalogue import'],
       [['export', '--format', 'xml', 'x', 'y', '-h'], 'Usage: catalogue export'],
@@ -54,7 +57,7 @@ describe('the catalogue command', { timeout: 600_000 }, () => {
   it('refuses a wrong command line with exit status 2, a reason and where to find the usage, on standard error', async (t) => {
     const env = { DATABASE_URL: `sqlite:${join(folder(t), 'catalogue.db')}` };
     for (const [args, message] of [
-      [['frobnicate'], 'Unknown command "frobnicate"; the commands are import, remove, export, migrate.\nRun `catalogue --help` for the commands.'],
+      [['frobnicate'], 'Unknown command "frobnicate"; the commands are import, remove, export, restore, new-identity, migrate.\nRun `catalogue --help` for the commands.'],
       [['import'], 'Name the FILE to import.\nRun `catalogue import --help` for its usage.'],
       [['import', 'a.csv', 'b.csv'], 'Expected one FILE, got 2.\nRun `catalogue import --help` for its usage.'],
       [['import', '--overwrite', 'a.csv'], 'Unknown option --overwrite.\nRun `catalogue import --help` for its usage.'],
@@ -62,6 +65,9 @@ describe('the catalogue command', { timeout: 600_000 }, () => {
       [['export', '--format'], '--format needs a value.\nRun `catalogue export --help` for its usage.'],
       [['export', '--format', 'xml'], '--format must be csv or json, not "xml".\nRun `catalogue export --help` for its usage.'],
       [['migrate', 'now'], 'migrate takes no arguments, got now.\nRun `catalogue migrate --help` for its usage.'],
+      [['restore'], 'Name the FILE to restore.\nRun `catalogue restore --help` for its usage.'],
+      [['restore', '--update', 'a.csv'], 'Unknown option --update.\nRun `catalogue restore --help` for its usage.'],
+      [['new-identity', 'now'], 'new-identity takes no arguments, got now.\nRun `catalogue new-identity --help` for its usage.'],
     ] as const) {
       const [command, ...rest] = args;
       assert.deepEqual(await runCli(command, rest, env), { code: 2, stdout: '', stderr: `${message}\n` }, args.join(' '));
@@ -69,7 +75,7 @@ describe('the catalogue command', { timeout: 600_000 }, () => {
     assert.deepEqual(await shell(`node ${CATALOGUE}`, env), {
       code: 2,
       stdout: '',
-      stderr: 'Name a command: import, remove, export, migrate.\nRun `catalogue --help` for the commands.\n',
+      stderr: 'Name a command: import, remove, export, restore, new-identity, migrate.\nRun `catalogue --help` for the commands.\n',
     });
     assert.equal(existsSync(env.DATABASE_URL.slice('sqlite:'.length)), false);
   });
@@ -82,7 +88,8 @@ describe('the catalogue command', { timeout: 600_000 }, () => {
     assert.equal(imported.stdout, '');
     assert.equal(withoutNpmNotices(imported.stderr), `Imported 320 products from ${SAMPLE}.\n`);
 
-    const sample = readFileSync(SAMPLE, 'utf8');
+    // An export writes each product's pk first; a fresh catalogue numbers the sample's products from 1.
+    const sample = withPks(readFileSync(SAMPLE, 'utf8'));
     for (const command of ['npx catalogue export', 'npm run --silent export', 'npm run --silent export -- --format csv']) {
       const exported = await shell(command, env);
       assert.equal(exported.code, 0, `${command}: ${exported.stderr}`);
@@ -107,7 +114,7 @@ describe('the catalogue command', { timeout: 600_000 }, () => {
     assert.equal((await runCli('import', [file], env)).code, 0);
 
     const piped = await shell(`set -o pipefail; node ${CATALOGUE} export | head -n 1`, env);
-    assert.deepEqual(piped, { code: 0, stdout: 'name,barcode,price\n', stderr: '' });
+    assert.deepEqual(piped, { code: 0, stdout: 'pk,name,barcode,price\n', stderr: '' });
     const viaNpx = await shell('set -o pipefail; npx catalogue export --format json | head -c 1', env);
     assert.equal(viaNpx.code, 0, viaNpx.stderr);
     assert.equal(viaNpx.stdout, '[');

@@ -7,7 +7,7 @@ import { describe, it, type TestContext } from 'node:test';
 import type { DatabaseLocation } from '../../src/config.js';
 import { openStore } from '../../src/storage/open-store.js';
 import { databaseUrl } from '../helpers/child-server.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, withPks } from '../helpers/cli.js';
 import { describeEachStore } from '../helpers/each-store.js';
 import { uniqueBarcode } from '../helpers/products.js';
 import { storedCount } from '../helpers/store-contents.js';
@@ -48,7 +48,7 @@ describeEachStore('npm run import / export', { env: false, timeout: 360_000 }, (
 
     const exported = await runCli('export', [], env);
     assert.equal(exported.code, 0);
-    assert.equal(exported.stdout, readFileSync(SAMPLE, 'utf8'));
+    assert.equal(exported.stdout, withPks(readFileSync(SAMPLE, 'utf8')));
     assert.equal(exported.stderr, 'Exported 320 products.\n');
   });
 
@@ -83,7 +83,7 @@ describeEachStore('npm run import / export', { env: false, timeout: 360_000 }, (
       `line 6: barcode: ${good} is also on line 2.`,
       'line 7: Expected 3 fields (price,name,barcode), found 2.',
       'line 8: name: The name must not contain control characters (such as tabs or line breaks).',
-      '6 rows are not valid; nothing was imported. Fix them, or pass --skip-invalid to import the valid rows only.',
+      "6 rows are not valid (1 only for being in the catalogue already: --update takes the file's names and prices for those); nothing was imported. Fix them, or pass --skip-invalid to import the valid rows only.",
     ]);
     assert.equal(await count(location), 1);
 
@@ -106,8 +106,8 @@ describe('npm run import, file formats', { timeout: 360_000 }, () => {
     assert.equal(imported.code, 0, imported.stderr);
     const exported = await runCli('export', ['--format', 'json'], env);
     assert.deepEqual(JSON.parse(exported.stdout), [
-      { name: 'Café crème', barcode: a, price: '0.10' },
-      { name: 'Tea', barcode: b, price: '12.00' },
+      { pk: 1, name: 'Café crème', barcode: a, price: '0.10' },
+      { pk: 2, name: 'Tea', barcode: b, price: '12.00' },
     ]);
   });
 
@@ -143,13 +143,13 @@ describe('npm run import, file formats', { timeout: 360_000 }, () => {
       "'\uFF1Dfull width",
       'Plain tea - green',
     ];
-    assert.equal(exported.stdout, ['name,barcode,price', ...products.map(({ barcode }, i) => `${written[i]},${barcode},1.00`), ''].join('\n'));
+    assert.equal(exported.stdout, ['pk,name,barcode,price', ...products.map(({ barcode }, i) => `${i + 1},${written[i]},${barcode},1.00`), ''].join('\n'));
 
     // Imported into another catalogue, and as a price list into the same one, the names are the originals.
     const file = tempFile(t, 'exported.csv', exported.stdout);
     const other = await freshDatabase(t, testStore);
     assert.equal((await runCli('import', [file], other.env)).code, 0);
-    assert.deepEqual(JSON.parse((await runCli('export', ['--format', 'json'], other.env)).stdout), products);
+    assert.deepEqual(JSON.parse((await runCli('export', ['--format', 'json'], other.env)).stdout), products.map((product, i) => ({ pk: i + 1, ...product })));
     const update = await runCli('import', ['--update', file], env);
     assert.equal(update.code, 0, update.stderr);
     assert.match(update.stderr, /0 added, 0 changed, 10 unchanged\./);
@@ -198,6 +198,49 @@ describe('npm run import, file formats', { timeout: 360_000 }, () => {
     const missing = await runCli('import', ['/nonexistent/products.csv'], env);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /Cannot read \/nonexistent\/products.csv/);
+  });
+
+  it('reads a CSV file separated by semicolons, as a spreadsheet writes it, told by its header', async (t) => {
+    const { env } = await freshDatabase(t, testStore);
+    const [a, b] = [uniqueBarcode(), uniqueBarcode()];
+    const file = tempFile(t, 'sheet.csv', `\uFEFFname;barcode;price\r\n"Tea, green";${a};2.50\r\nCoffee;${b};12\r\n`);
+    const imported = await runCli('import', [file], env);
+    assert.deepEqual(imported, { code: 0, stdout: '', stderr: `Imported 2 products from ${file}.\n` });
+    assert.deepEqual(JSON.parse((await runCli('export', ['--format', 'json'], env)).stdout), [
+      { pk: 1, name: 'Tea, green', barcode: a, price: '2.50' },
+      { pk: 2, name: 'Coffee', barcode: b, price: '12.00' },
+    ]);
+    // A decimal comma is still no price: the row says what to write.
+    const comma = await runCli('import', [tempFile(t, 'comma.csv', `name;barcode;price\nMilk;${uniqueBarcode()};1,20\n`)], env);
+    assert.equal(comma.code, 1);
+    assert.match(comma.stderr, /^line 2: price: "1,20" is not a price; write digits with an optional point and up to 2 decimals, e\.g\. "12\.50"\.\n/);
+    // A header in neither form names what it found, with the separators it reads.
+    const header = await runCli('import', [tempFile(t, 'tabs.csv', 'name\tbarcode\tprice\n')], env);
+    assert.equal(header.code, 1);
+    assert.match(header.stderr, /Line 1: the header must name the columns name,barcode,price once each \(any order, pk too\), separated by commas or semicolons; found name\tbarcode\tprice\./);
+  });
+
+  it('ignores the pk column of an export, and points a file imported again to --update', async (t) => {
+    const { env, location } = await freshDatabase(t, testStore);
+    const [a, b] = [uniqueBarcode(), uniqueBarcode()];
+    const file = tempFile(t, 'export.csv', `pk,name,barcode,price\n7,Tea,${a},2.50\n9,Coffee,${b},12.00\n`);
+    assert.equal((await runCli('import', [file], env)).code, 0);
+    assert.deepEqual(JSON.parse((await runCli('export', ['--format', 'json'], env)).stdout), [
+      { pk: 1, name: 'Tea', barcode: a, price: '2.50' },
+      { pk: 2, name: 'Coffee', barcode: b, price: '12.00' },
+    ]);
+    const again = await runCli('import', [file], env);
+    assert.deepEqual(again, {
+      code: 1,
+      stdout: '',
+      stderr: [
+        `line 2: barcode: ${a} is already in the catalogue.`,
+        `line 3: barcode: ${b} is already in the catalogue.`,
+        'All 2 rows name products already in the catalogue (by barcode); nothing was imported. Pass --update to take their names and prices from the file.',
+        '',
+      ].join('\n'),
+    });
+    assert.equal(await count(location), 2);
   });
 
   it('refuses a CSV file that is not UTF-8, and a folder, with one line and nothing imported', async (t) => {

@@ -16,3 +16,14 @@ export async function startCli(command: string, args: readonly string[], env: Re
   await ensureBuild();
   return spawnChild(env, [CATALOGUE, command, ...args]);
 }
+
+/**
+ * A CSV file of products (`name,barcode,price`, one line a product) as `catalogue export` writes the
+ * same products when their pks are `first`, `first + 1`, ...: each line with its pk first.
+ */
+export function withPks(csv: string, first = 1): string {
+  return csv
+    .split('\n')
+    .map((line, i) => (line === '' ? line : `${i === 0 ? 'pk' : first + i - 1},${line}`))
+    .join('\n');
+}

@@ -6,7 +6,7 @@ import { createConnection, createServer, type AddressInfo, type Server, type Soc
  * passes in either direction but no connection ends, as when a network drops packets silently).
  */
 export class TcpProxy {
-  readonly #target: { host: string; port: number };
+  #target: { host: string; port: number };
   readonly #sockets = new Set<Socket>();
   readonly #stranded = new Set<Socket>();
   #server: Server | undefined;
@@ -55,6 +55,14 @@ export class TcpProxy {
     this.#frozen = false;
     for (const socket of this.#sockets) this.#stranded.add(socket);
     this.#sockets.clear();
+  }
+
+  /**
+   * Relays new connections to `target` from now on, the open ones staying where they were: one address
+   * for a server that was stopped and started again on another port.
+   */
+  retarget(target: { host: string; port: number }): void {
+    this.#target = target;
   }
 
   /** Lets the held bytes through and relays normally again. */

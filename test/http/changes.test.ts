@@ -3,6 +3,8 @@ import { connect } from 'node:net';
 import { it } from 'node:test';
 import { describeEachStore } from '../helpers/each-store.js';
 import { changesOf, openEventStream } from '../helpers/event-stream.js';
+import { databaseUrl } from '../helpers/child-server.js';
+import { runCli } from '../helpers/cli.js';
 import { send } from '../helpers/http.js';
 import { outsideSql } from '../helpers/outside-sql.js';
 import { createProduct, uniqueBarcode } from '../helpers/products.js';
@@ -10,6 +12,7 @@ import { startServer } from '../helpers/server.js';
 import { spyOnStore } from '../helpers/store-spy.js';
 
 interface ChangePage {
+  catalogue_id: string;
   version: number;
   changes: Array<{ version: number; pk: number; product: { pk: number; name: string; barcode: string; price: string } | null }>;
   next: string | null;
@@ -19,7 +22,7 @@ describeEachStore('the change feed: GET /api/v2/shop/changes', (ctx) => {
   const feed = (query = '') => send(`${ctx.server.url}/api/v2/shop/changes${query}`);
 
   it('lists every product changed after a version, a page at a time, with the catalogue\'s version', async () => {
-    const start = ((await feed()).json as ChangePage).version;
+    const { version: start, catalogue_id } = (await feed()).json as ChangePage;
     const first = await createProduct(ctx.server.url, { name: 'Feed one', price: '1.00' });
     const second = await createProduct(ctx.server.url, { name: 'Feed two', price: '2.00' });
     const third = await createProduct(ctx.server.url, { name: 'Feed three', price: '3.00' });
@@ -28,6 +31,7 @@ describeEachStore('the change feed: GET /api/v2/shop/changes', (ctx) => {
     assert.equal(page.status, 200);
     assert.equal(page.headers['content-type'], 'application/json; charset=utf-8');
     assert.deepEqual(page.json, {
+      catalogue_id,
       version: start + 3,
       changes: [
         { version: start + 1, pk: first.pk, product: first },
@@ -36,19 +40,20 @@ describeEachStore('the change feed: GET /api/v2/shop/changes', (ctx) => {
       next: `${ctx.server.url}/api/v2/shop/changes?limit=2&since=${start + 2}&unknown=kept`,
     });
     assert.deepEqual((await feed(`?since=${start + 2}&limit=2&unknown=kept`)).json, {
+      catalogue_id,
       version: start + 3,
       changes: [{ version: start + 3, pk: third.pk, product: third }],
       next: null,
     });
     // Up to date: nothing, and the version to ask from next time.
-    assert.deepEqual((await feed(`?since=${start + 3}`)).json, { version: start + 3, changes: [], next: null });
+    assert.deepEqual((await feed(`?since=${start + 3}`)).json, { catalogue_id, version: start + 3, changes: [], next: null });
   });
 
   it('gives a removed product as null, and leaves it out of a whole copy (since 0)', async () => {
     const product = await createProduct(ctx.server.url, { name: 'Feed removed' });
-    const before = ((await feed(`?limit=1`)).json as ChangePage).version;
+    const { version: before, catalogue_id } = (await feed(`?limit=1`)).json as ChangePage;
     await outsideSql(ctx.server.location, `DELETE FROM product WHERE pk = ${product.pk}`);
-    assert.deepEqual((await feed(`?since=${before}`)).json, { version: before + 1, changes: [{ version: before + 1, pk: product.pk, product: null }], next: null });
+    assert.deepEqual((await feed(`?since=${before}`)).json, { catalogue_id, version: before + 1, changes: [{ version: before + 1, pk: product.pk, product: null }], next: null });
     const whole = (await feed('?limit=10000')).json as ChangePage;
     assert.ok(!whole.changes.some((change) => change.pk === product.pk));
   });
@@ -121,8 +126,11 @@ describeEachStore('the live change feed: text/event-stream', { env: { CHANGE_STR
       assert.equal(stream.headers['content-type'], 'text/event-stream; charset=utf-8');
       assert.equal(stream.headers['cache-control'], 'no-store');
       const caughtUp = await stream.waitFor((event) => event.event === 'caught-up');
-      const { version } = JSON.parse(caughtUp.data!) as { version: number };
+      const { version, catalogue_id } = JSON.parse(caughtUp.data!) as { version: number; catalogue_id: string };
       assert.equal(caughtUp.id, String(version));
+      // First of all, the catalogue's identity, as every page carries it.
+      assert.deepEqual(stream.events.filter((event) => event.retry === undefined)[0], { event: 'catalogue', data: JSON.stringify({ catalogue_id }) });
+      assert.equal(((await send(streamUrl())).json as ChangePage).catalogue_id, catalogue_id);
       assert.ok(changesOf(stream.events).some((change) => change.pk === existing.pk));
 
       // A create through the API, then a change by plain SQL behind the service's back.
@@ -142,6 +150,26 @@ describeEachStore('the live change feed: text/event-stream', { env: { CHANGE_STR
       assert.equal(new Set(versions).size, versions.length);
     } finally {
       stream.close();
+    }
+  });
+
+  it('ends every stream when the catalogue gets a new identity, and tells the new one to a stream started then', async () => {
+    await streamsOpen(0);
+    const stream = await openEventStream(streamUrl('?since=0'));
+    const caughtUp = await stream.waitFor((event) => event.event === 'caught-up');
+    const { catalogue_id: before } = JSON.parse(caughtUp.data!) as { catalogue_id: string };
+    const renewed = await runCli('new-identity', [], { DATABASE_URL: databaseUrl(ctx.server.location) });
+    assert.equal(renewed.code, 0, renewed.stderr);
+    const [, after] = /identity is now ([0-9a-f-]+):/.exec(renewed.stderr)!;
+    assert.notEqual(after, before);
+    await stream.ended;
+    assert.deepEqual(stream.events.filter((event) => event.event === 'catalogue').map((event) => event.data), [JSON.stringify({ catalogue_id: before })]);
+    assert.equal(((await send(streamUrl())).json as ChangePage).catalogue_id, after);
+    const resumed = await openEventStream(streamUrl(), { 'Last-Event-ID': caughtUp.id! });
+    try {
+      assert.deepEqual(await resumed.waitFor((event) => event.event === 'catalogue'), { event: 'catalogue', data: JSON.stringify({ catalogue_id: after }) });
+    } finally {
+      resumed.close();
     }
   });
 

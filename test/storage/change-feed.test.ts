@@ -43,8 +43,23 @@ describeEachStore('versions and the change feed', { env: false, stores: CONTRACT
   const freshStore = (t: TestContext) => freshStoreWithLocation(ctx.testStore, t);
   it('starts at version 0 with no changes', async (t) => {
     const { store } = await freshStore(t);
-    assert.deepEqual(await store.readChanges(0, 10), { version: 0, changes: [], more: false });
+    const { catalogue } = await store.readChanges(0, 10);
+    assert.match(catalogue, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    assert.deepEqual(await store.readChanges(0, 10), { catalogue, version: 0, changes: [], more: false });
     assert.equal((await store.describeCatalogue()).version, 0);
+  });
+
+  it('keeps its identity through writes, and gives every page a new one once told (a restore behind its back)', async (t) => {
+    const { store } = await freshStore(t);
+    const { catalogue } = await store.readChanges(0, 10);
+    const product = await store.createProduct(newProduct('Espresso'));
+    assert.equal((await store.readChanges(0, 10)).catalogue, catalogue);
+    const renewed = await store.renewCatalogueId();
+    assert.notEqual(renewed, catalogue);
+    assert.deepEqual(await store.readChanges(0, 10), { catalogue: renewed, version: 1, changes: [{ version: 1, pk: product.pk, product }], more: false });
+    assert.equal((await store.readChangesJson(1, 10)).catalogue, renewed);
+    // Another database is another catalogue.
+    assert.notEqual((await (await freshStore(t)).store.readChanges(0, 1)).catalogue, renewed);
   });
 
   it('gives every stored product the next version, in order, read a page at a time', async (t) => {
@@ -53,7 +68,9 @@ describeEachStore('versions and the change feed', { env: false, stores: CONTRACT
     const second = await store.createProduct(newProduct('Tea'));
     const third = await store.createProduct(newProduct('Milk'));
     const page = await store.readChanges(0, 2);
+    const { catalogue } = page;
     assert.deepEqual(page, {
+      catalogue,
       version: 3,
       changes: [
         { version: 1, pk: first.pk, product: first },
@@ -61,8 +78,8 @@ describeEachStore('versions and the change feed', { env: false, stores: CONTRACT
       ],
       more: true,
     });
-    assert.deepEqual(await store.readChanges(2, 2), { version: 3, changes: [{ version: 3, pk: third.pk, product: third }], more: false });
-    assert.deepEqual(await store.readChanges(3, 2), { version: 3, changes: [], more: false });
+    assert.deepEqual(await store.readChanges(2, 2), { catalogue, version: 3, changes: [{ version: 3, pk: third.pk, product: third }], more: false });
+    assert.deepEqual(await store.readChanges(3, 2), { catalogue, version: 3, changes: [], more: false });
     assert.equal((await store.describeCatalogue()).version, 3);
   });
 
@@ -236,6 +253,7 @@ describeEachStore('versions under concurrent writers', { env: false, stores: [po
     const second = await store.createProduct(newProduct('Second'));
     await outsideSql(location, 'TRUNCATE product');
     assert.deepEqual(await store.readChanges(2, 10), {
+      catalogue: (await store.readChanges(0, 1)).catalogue,
       version: 4,
       changes: [
         { version: 3, pk: first.pk, product: undefined },

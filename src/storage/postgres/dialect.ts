@@ -88,6 +88,13 @@ export function openPostgres(url: string, { poolMax, purpose, writeWaitMs = DEFA
     migrations: postgresMigrations,
     search: postgresSearch,
     givenPk: sql`OVERRIDING SYSTEM VALUE`,
+    // Under the catalogue's write lock, which every insert takes before it draws a pk: no pk is drawn
+    // between the read of the sequence and its move. Sequences are outside transactions: the move holds at once.
+    reservePks: async (db: Kysely<Database>, highest: number) => {
+      await sql`SELECT catalogue_write_lock()`.execute(db);
+      const sequence = sql`pg_get_serial_sequence('product', 'pk')`;
+      await sql`SELECT setval(${sequence}, greatest(${highest}::bigint, coalesce(pg_sequence_last_value(${sequence}), 0)))`.execute(db);
+    },
     jsonString: (text: RawBuilder<unknown>) => sql<string>`to_json(${text})::text`,
     joinInOrder: (text: RawBuilder<unknown>, order: RawBuilder<unknown>) => sql<string>`string_agg(${text}, ',' ORDER BY ${order})`,
     textAsBytes: (text: RawBuilder<unknown>) => sql<string>`${text}`,

@@ -82,6 +82,12 @@ export const postgresMigrations: DialectMigrations = {
       ]);
     },
   },
+  // A new identity (no product changes with it) is announced as a change to the products is, so that
+  // every instance drops the pages of the change feed it keeps.
+  catalogueIdentity: {
+    up: (db) => run(db, ['CREATE TRIGGER catalogue_identity_notice AFTER UPDATE OF catalogue_id ON catalogue_state FOR EACH STATEMENT EXECUTE FUNCTION catalogue_change_notice()']),
+    down: (db) => run(db, ['DROP TRIGGER IF EXISTS catalogue_identity_notice ON catalogue_state']),
+  },
   // Kysely looks for its bookkeeping tables in every schema unless told which one; another schema's
   // tables in the same database would then pass for this one's.
   migrationTableSchema: currentSchema,

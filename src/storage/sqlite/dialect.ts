@@ -62,6 +62,11 @@ export function openSqlite(path: string, { fastPaths = true, writeWaitMs = DEFAU
     migrations: sqliteMigrations,
     search: sqliteSearch,
     givenPk: sql``,
+    // AUTOINCREMENT draws one more than the larger of its row in sqlite_sequence and the largest pk.
+    reservePks: async (db, highest) => {
+      await sql`INSERT INTO sqlite_sequence (name, seq) SELECT 'product', 0 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'product')`.execute(db);
+      await sql`UPDATE sqlite_sequence SET seq = max(seq, ${highest}) WHERE name = 'product'`.execute(db);
+    },
     jsonString: (text) => sql<string>`json_quote(${text})`,
     joinInOrder: (text) => sql<string>`group_concat(${text}, ',')`,
     textAsBytes: (text) => sql<Uint8Array>`CAST(${text} AS BLOB)`,

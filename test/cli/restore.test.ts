@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { it, type TestContext } from 'node:test';
+import { databaseUrl } from '../helpers/child-server.js';
+import { runCli } from '../helpers/cli.js';
+import { describeEachStore } from '../helpers/each-store.js';
+import { uniqueBarcode } from '../helpers/products.js';
+
+function folder(t: TestContext): string {
+  const dir = mkdtempSync(join(tmpdir(), 'catalogue-restore-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+describeEachStore('catalogue restore', { env: false, timeout: 120_000 }, (ctx) => {
+  /** The environment of a command over a new empty database of this block's kind. */
+  const freshEnv = async (t: TestContext): Promise<{ DATABASE_URL: string }> => ({ DATABASE_URL: databaseUrl((await ctx.freshDatabase(t)).location) });
+
+  /** A catalogue whose pks have gaps (products 2 and 5 removed), exported in `format` to a file. */
+  async function exported(t: TestContext, format: 'csv' | 'json'): Promise<{ file: string; text: string }> {
+    const env = await freshEnv(t);
+    const dir = folder(t);
+    const rows = ['Espresso 1 kg', '"Tea, green"', '=1+1 formula', 'Milk 1 l', 'Gone too', 'Café crème'].map((name, i) => `${name},${uniqueBarcode()},${i + 1}.50`);
+    writeFileSync(join(dir, 'stock.csv'), ['name,barcode,price', ...rows, ''].join('\n'));
+    assert.equal((await runCli('import', [join(dir, 'stock.csv')], env)).code, 0);
+    const barcodes = rows.map((row) => row.split(',').at(-2)!);
+    assert.equal((await runCli('remove', [barcodes[1]!, barcodes[4]!], env)).code, 0);
+    const file = join(dir, `backup.${format}`);
+    assert.deepEqual(await runCli('export', [file], env), { code: 0, stdout: '', stderr: `Exported 4 products to ${file}.\n` });
+    return { file, text: readFileSync(file, 'utf8') };
+  }
+
+  for (const format of ['csv', 'json'] as const) {
+    it(`gives back every product of a ${format.toUpperCase()} export with its pk, name, barcode and price; later creates follow the highest pk`, async (t) => {
+      const backup = await exported(t, format);
+      const env = await freshEnv(t);
+      assert.deepEqual(await runCli('restore', [backup.file], env), {
+        code: 0,
+        stdout: '',
+        stderr: `Restored 4 products from ${backup.file}. Tills following the change feed start their copies again.\n`,
+      });
+      assert.equal((await runCli('export', ['--format', format], env)).stdout, backup.text);
+
+      const dir = folder(t);
+      writeFileSync(join(dir, 'new.json'), JSON.stringify([{ name: 'After', barcode: uniqueBarcode(), price: '1.00' }]));
+      assert.equal((await runCli('import', [join(dir, 'new.json')], env)).code, 0);
+      const after = JSON.parse((await runCli('export', ['--format', 'json'], env)).stdout) as Array<{ pk: number; name: string }>;
+      assert.deepEqual(after.map(({ pk, name }) => [pk, name]), [[1, 'Espresso 1 kg'], [3, '=1+1 formula'], [4, 'Milk 1 l'], [6, 'Café crème'], [7, 'After']]);
+    });
+  }
+
+  it('refuses a catalogue that holds products without --replace, changing nothing; with it, replaces them', async (t) => {
+    const backup = await exported(t, 'csv');
+    const env = await freshEnv(t);
+    const dir = folder(t);
+    writeFileSync(join(dir, 'other.csv'), `name,barcode,price\nAlready here,${uniqueBarcode()},3.00\n`);
+    assert.equal((await runCli('import', [join(dir, 'other.csv')], env)).code, 0);
+    const before = (await runCli('export', [], env)).stdout;
+
+    assert.deepEqual(await runCli('restore', [backup.file], env), {
+      code: 1,
+      stdout: '',
+      stderr: `The catalogue holds 1 product; a restore loads into an empty catalogue unless told to replace what is there. Pass --replace to put ${backup.file} in their place. Nothing was restored.\n`,
+    });
+    assert.equal((await runCli('export', [], env)).stdout, before);
+
+    assert.deepEqual(await runCli('restore', ['--replace', backup.file], env), {
+      code: 0,
+      stdout: '',
+      stderr: `Restored 4 products from ${backup.file}, in place of the 1 product there before. Tills following the change feed start their copies again.\n`,
+    });
+    assert.equal((await runCli('export', [], env)).stdout, backup.text);
+  });
+
+  it('lists every bad row (a pk missing, repeated or not a whole number, a bad product) and restores nothing', async (t) => {
+    const env = await freshEnv(t);
+    const dir = folder(t);
+    const file = join(dir, 'bad.csv');
+    const [a, b, c, d] = [uniqueBarcode(), uniqueBarcode(), uniqueBarcode(), uniqueBarcode()];
+    writeFileSync(file, ['pk,name,barcode,price', `1,Good,${a},1.00`, `,No pk,${b},1.00`, `1,Same pk,${c},1.00`, `1.5,Half,${d},1.00`, `0,Zero and bad,4006381333932,1e3`, ''].join('\n'));
+    assert.deepEqual(await runCli('restore', [file], env), {
+      code: 1,
+      stdout: '',
+      stderr: [
+        'line 3: pk: "" is not a pk; a pk is a whole number from 1, in plain digits.',
+        'line 4: pk: 1 is also on line 2.',
+        'line 5: pk: "1.5" is not a pk; a pk is a whole number from 1, in plain digits.',
+        'line 6: pk: "0" is not a pk; a pk is a whole number from 1, in plain digits. barcode: EAN-13 check digit is wrong: expected 1, got 2. price: Exponent notation is not accepted; write the price in plain digits, e.g. "1000.00".',
+        '4 rows are not valid; nothing was restored. A restore takes the whole file: fix them first.',
+        '',
+      ].join('\n'),
+    });
+    const noPk = join(dir, 'no-pk.json');
+    writeFileSync(noPk, JSON.stringify([{ name: 'Imported, not exported', barcode: a, price: '1.00' }]));
+    assert.deepEqual(await runCli('restore', [noPk], env), {
+      code: 1,
+      stdout: '',
+      stderr: "line 1, item 1: pk: This field is required: a restore keeps every product's pk (an export writes them).\n1 row is not valid; nothing was restored. A restore takes the whole file: fix them first.\n",
+    });
+    assert.equal((await runCli('export', [], env)).stdout, 'pk,name,barcode,price\n');
+    assert.equal((await runCli('restore', [], env)).code, 2);
+    assert.equal((await runCli('restore', ['--merge', file], env)).code, 2);
+  });
+});

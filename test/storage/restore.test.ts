@@ -1,0 +1,111 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { BulkWriteRunningError, CatalogueNotEmptyError, DuplicateBarcodeError } from '../../src/catalogue/errors.js';
+import type { NewProduct, Product } from '../../src/catalogue/product.js';
+import type { CatalogueStore } from '../../src/storage/store.js';
+import { describeEachStore } from '../helpers/each-store.js';
+import { uniqueBarcode } from '../helpers/products.js';
+import { storedProducts } from '../helpers/store-contents.js';
+import { CONTRACT_STORES } from '../helpers/stores.js';
+
+const product = (pk: number, name = `Product ${pk}`): Product => ({ pk, name, barcode: uniqueBarcode(), priceCents: 100 + pk });
+const newProduct = (name: string): NewProduct => ({ name, barcode: uniqueBarcode(), priceCents: 250 });
+
+/** `products` in batches of `size`; `between(i)` runs before batch i (from 1), as other writers would meanwhile. */
+async function* inBatches(products: readonly Product[], size: number, between: (batch: number) => Promise<void> = async () => undefined): AsyncGenerator<Product[]> {
+  for (let start = 0; start < products.length; start += size) {
+    if (start > 0) await between(start / size);
+    yield products.slice(start, start + size);
+  }
+}
+
+/** A backup's products: odd pks (the others were removed), then `highest` (above them all). */
+function backup(count: number, highest: number): Product[] {
+  assert.ok(2 * count < highest);
+  return [...Array.from({ length: count - 1 }, (_, i) => product(2 * i + 1)), product(highest)];
+}
+
+async function catalogueId(store: CatalogueStore): Promise<string> {
+  return (await store.readChanges(0, 1)).catalogue;
+}
+
+describeEachStore('restoreProducts', { env: false, stores: CONTRACT_STORES }, (ctx) => {
+  it('restores every product with its own pk into an empty catalogue; later creates follow the highest, and the identity is new', async (t) => {
+    const store = await ctx.freshStore(t);
+    const before = await catalogueId(store);
+    const products = backup(1_500, 5_000);
+    assert.deepEqual(await store.restoreProducts(inBatches(products, 400), { replace: false, highestPk: 5_000 }), { restored: 1_500, removed: 0 });
+    assert.deepEqual(await storedProducts(store), products);
+    assert.equal((await store.createProduct(newProduct('After'))).pk, 5_001);
+    assert.notEqual(await catalogueId(store), before);
+    assert.deepEqual(await store.describeCatalogue().then(({ count, version }) => ({ count, version })), { count: 1_501, version: 1_501 });
+  });
+
+  it('gives a product created while the restore runs a pk above the backup\'s', async (t) => {
+    const store = await ctx.freshStore(t);
+    const products = backup(2_500, 9_000);
+    let created: Product | undefined;
+    const restoring = inBatches(products, 1_000, async (batch) => {
+      if (batch === 1) created = await store.createProduct(newProduct('Meanwhile'));
+    });
+    assert.deepEqual(await store.restoreProducts(restoring, { replace: false, highestPk: 9_000 }), { restored: 2_500, removed: 0 });
+    assert.equal(created?.pk, 9_001);
+    assert.deepEqual(await storedProducts(store), [...products, created]);
+  });
+
+  it('refuses a catalogue that holds products unless told to replace them, and then replaces them all; pks never go back', async (t) => {
+    const store = await ctx.freshStore(t);
+    await store.insertProducts(inBatches(Array.from({ length: 1_200 }, (_, i) => product(i + 1)), 500));
+    const there = await storedProducts(store);
+    const products = backup(400, 1_000);
+    await assert.rejects(store.restoreProducts(inBatches(products, 500), { replace: false, highestPk: 1_000 }), (error: unknown) => {
+      assert.ok(error instanceof CatalogueNotEmptyError);
+      assert.equal(error.message, 'The catalogue holds 1200 products; a restore loads into an empty catalogue unless told to replace what is there.');
+      return true;
+    });
+    assert.deepEqual(await storedProducts(store), there);
+
+    assert.deepEqual(await store.restoreProducts(inBatches(products, 500), { replace: true, highestPk: 1_000 }), { restored: 400, removed: 1_200 });
+    assert.deepEqual(await storedProducts(store), products);
+    // 1,200 pks were drawn here before: none is drawn again.
+    assert.equal((await store.createProduct(newProduct('After'))).pk, 1_201);
+  });
+
+  it('undoes everything when it fails half-way: the products there before are back, with their pks', async (t) => {
+    const store = await ctx.freshStore(t);
+    await store.insertProducts(inBatches(Array.from({ length: 1_500 }, (_, i) => product(i + 1)), 500));
+    const there = await storedProducts(store);
+    const products = backup(1_400, 3_000);
+    const failing = inBatches(products, 1_000, async (batch) => {
+      if (batch === 1) throw new Error('the backup file went away');
+    });
+    const undos: number[] = [];
+    await assert.rejects(store.restoreProducts(failing, { replace: true, highestPk: 3_000, onUndo: ({ steps }) => undos.push(steps) }), /the backup file went away/);
+    // The first step (the identity, the pks reserved), two of removal, one of the backup's first thousand products.
+    assert.deepEqual(undos, [4]);
+    assert.deepEqual(await storedProducts(store), there);
+    // The journal is gone: the next bulk write runs.
+    assert.equal(await store.insertProducts(inBatches([product(1, 'Next')], 1)), 1);
+  });
+
+  it('refuses a barcode another writer took meanwhile, restoring nothing, and runs alone among bulk writes', async (t) => {
+    const store = await ctx.freshStore(t);
+    const products = backup(900, 2_000);
+    const taking = inBatches(products, 500, async () => {
+      await store.createProduct({ name: 'Took it', barcode: products.at(-1)!.barcode, priceCents: 1 });
+    });
+    await assert.rejects(store.restoreProducts(taking, { replace: false, highestPk: 2_000 }), (error: unknown) => error instanceof DuplicateBarcodeError && error.barcode === products.at(-1)!.barcode);
+    assert.deepEqual((await storedProducts(store)).map((p) => p.name), ['Took it']);
+
+    const identity = await catalogueId(store);
+    const other = await store.insertProducts(
+      (async function* () {
+        await assert.rejects(store.restoreProducts(inBatches([product(1)], 1), { replace: true, highestPk: 1 }), BulkWriteRunningError);
+        yield [newProduct('Imported')];
+      })(),
+    );
+    assert.equal(other, 1);
+    // Refused before its first step: the catalogue keeps its identity.
+    assert.equal(await catalogueId(store), identity);
+  });
+});
