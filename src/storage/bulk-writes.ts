@@ -102,7 +102,7 @@ export class BulkWrites {
     step: (journal: BulkWriteJournal, trx: Transaction<Database>, chunk: readonly Item[]) => Promise<Outcome>,
     add: (total: Total, outcome: Outcome) => Total,
   ): Promise<Total> {
-    const journal = await BulkWriteJournal.start(this.#context, kind);
+    const journal = await BulkWriteJournal.start(this.#context, kind, options.wait);
     let chunk: readonly Item[] = [];
     try {
       let total = empty;

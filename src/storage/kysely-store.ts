@@ -1,6 +1,6 @@
 import type { NewProduct, Product } from '../catalogue/product.js';
 import type { ProductFilter } from '../catalogue/search.js';
-import { undoAbandonedBulkWrites } from './bulk-write-journal.js';
+import { undoAbandonedBulkWrites, waitForBulkWrite } from './bulk-write-journal.js';
 import { BulkWrites } from './bulk-writes.js';
 import { ChangeReads } from './change-reads.js';
 import type { ChangeSignal, StoreDialect } from './dialect.js';
@@ -8,7 +8,7 @@ import { ProductReads } from './product-reads.js';
 import { ProductWrites } from './product-writes.js';
 import { SearchReads } from './search-reads.js';
 import { StoreContext } from './store-context.js';
-import type { BulkOptions, CatalogueState, CatalogueStore, ChangePage, ChangePageJson, WriteNotices, WriteWaits, IdempotencyRecord, KeyedCreation, PoolStats, PriceListOutcome, ProductPage } from './store.js';
+import type { BulkOptions, BulkWait, CatalogueState, CatalogueStore, ChangePage, ChangePageJson, WriteNotices, WriteWaits, IdempotencyRecord, KeyedCreation, PoolStats, PriceListOutcome, ProductPage } from './store.js';
 
 /**
  * The one implementation of `CatalogueStore`, over any database Kysely speaks to. It keeps the cache
@@ -100,6 +100,11 @@ export class KyselyCatalogueStore implements CatalogueStore {
 
   removeProducts(batches: AsyncIterable<readonly string[]>, options?: BulkOptions): Promise<number> {
     return this.#written(this.#bulk.removeProducts(batches, options));
+  }
+
+  waitForBulkWrite(wait: BulkWait): Promise<void> {
+    // It may undo an abandoned bulk write: a write.
+    return this.#written(waitForBulkWrite(this.#context, wait));
   }
 
   async undoAbandonedBulkWrites(): Promise<number> {
