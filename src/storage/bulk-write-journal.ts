@@ -172,7 +172,7 @@ export class BulkWriteJournal {
 /**
  * Resolves once no bulk write is under way, having undone any abandoned one. With `wait`, while one is
  * under way it looks again every WAIT_LOOKS_EVERY_MS until `wait.until`, telling `wait.onWaiting` each
- * time; between two looks it holds no lock and no connection.
+ * time; between two looks it holds no lock and keeps no query open.
  *
  * @throws BulkWriteRunningError naming the bulk write under way: at once without `wait`, else at `wait.until`.
  */

@@ -129,7 +129,7 @@ export interface CatalogueStore {
   /**
    * Resolves once no bulk write is under way (one whose process died is undone first, as before any
    * bulk write). While one is, it looks again every second until `wait.until`, telling
-   * `wait.onWaiting`; it holds no lock and no connection in between.
+   * `wait.onWaiting`; it holds no lock and keeps no query open in between.
    * @throws BulkWriteRunningError naming the one still under way then.
    */
   waitForBulkWrite(wait: BulkWait): Promise<void>;
