@@ -32,6 +32,11 @@ export interface BenchOptions {
   readonly search: boolean;
   /** With `search`: the bench's own names, or a shop's that the service was not designed around (shop-names.ts). */
   readonly names: 'bench' | 'shop';
+  /**
+   * Change-feed streams that never read, beside creates and detail reads (slow-readers.ts), instead of
+   * the HTTP scenarios: how many streams, and the service's WORKERS (`auto` unless given).
+   */
+  readonly slowReaders: { readonly streams: number; readonly workers: string } | undefined;
 }
 
 const USAGE = `npm run bench -- [--size N] [--duration SECONDS] [--warmup SECONDS] [--rounds N]
@@ -45,7 +50,11 @@ const USAGE = `npm run bench -- [--size N] [--duration SECONDS] [--warmup SECOND
                   (a whole copy through the change feed against the v1 list, in CPU seconds; 1,000,000 products, or N)
        npm run bench -- --search [--names bench|shop] [--size N] [--duration SECONDS] [--workers N] [--database postgres://...] [--smoke]
                   (searches that are not cached, rare and common terms, and details beside short searches; 1,000,000 products,
-                   or N; --names shop: names of a shop's catalogue, in several languages, with sizes, codes and brands of several words)`;
+                   or N; --names shop: names of a shop's catalogue, in several languages, with sizes, codes and brands of several words)
+       npm run bench -- --slow-readers [--streams N] [--size N] [--connections N] [--duration SECONDS]
+                  [--workers N] [--database postgres://...] [--smoke]
+                  (streams from version 0 that never read, beside creates and detail reads: 1,000 streams,
+                  100,000 products, 20 clients creating for 15 s, the service's own WORKERS; or as given)`;
 
 /** Reads the command line; throws with the usage text on anything it does not understand. */
 export function parseBenchOptions(argv: readonly string[]): BenchOptions {
@@ -67,6 +76,8 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
       sync: { type: 'boolean', default: false },
       search: { type: 'boolean', default: false },
       names: { type: 'string' },
+      'slow-readers': { type: 'boolean', default: false },
+      streams: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -90,21 +101,24 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
     compare.set(entry.slice(0, at), entry.slice(at + 1));
   }
   const workers = (values.workers ?? '1').split(',').map((text) => whole('workers', text.trim(), 1, 1));
-  if ([values.bulk, values.sync, values.search].filter((mode) => mode === true).length > 1) throw new Error(`--bulk, --sync and --search are runs of their own: give one.\n${USAGE}`);
+  const slowReaders = values['slow-readers'] === true;
+  if ([values.bulk, values.sync, values.search, slowReaders].filter((mode) => mode === true).length > 1) throw new Error(`--bulk, --sync, --search and --slow-readers are runs of their own: give one.\n${USAGE}`);
+  if (values.streams !== undefined && !slowReaders) throw new Error(`--streams is for --slow-readers.\n${USAGE}`);
+  if (slowReaders && workers.length > 1) throw new Error(`--slow-readers runs the service with one WORKERS count.\n${USAGE}`);
   if (values.search === true && workers.length > 1) throw new Error(`--search runs the service with one WORKERS count.\n${USAGE}`);
   const names = values.names ?? 'bench';
   if (names !== 'bench' && names !== 'shop') throw new Error(`--names ${names} is not valid: bench or shop.\n${USAGE}`);
   if (values.names !== undefined && values.search !== true) throw new Error(`--names goes with --search.\n${USAGE}`);
   if (workers.length > 1 && compare.size > 0) throw new Error(`--workers with several counts and --compare cannot be combined: compare builds at one WORKERS.\n${USAGE}`);
-  const connections = whole('connections', values.connections, smoke ? 4 : 32, 1);
+  const connections = whole('connections', values.connections, smoke ? (slowReaders ? 2 : 4) : slowReaders ? 20 : 32, 1);
   const threads = whole('threads', values.threads, 1, 1);
   if (threads > connections) throw new Error(`--threads ${threads} is more than --connections ${connections}: wrk needs a connection per thread.\n${USAGE}`);
   return Object.freeze({
     compare,
     workers,
     database,
-    size: whole('size', values.size, smoke ? 300 : values.sync === true || values.search === true ? 1_000_000 : 10_000, 200),
-    duration: whole('duration', values.duration, smoke ? 1 : 5, 1),
+    size: whole('size', values.size, smoke ? 300 : values.sync === true || values.search === true ? 1_000_000 : slowReaders ? 100_000 : 10_000, 200),
+    duration: whole('duration', values.duration, smoke ? 1 : slowReaders ? 15 : 5, 1),
     warmup: whole('warmup', values.warmup, smoke ? 0 : 1, 0),
     connections,
     threads,
@@ -114,6 +128,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
     sync: values.sync === true,
     search: values.search === true,
     names,
+    slowReaders: slowReaders ? { streams: whole('streams', values.streams, smoke ? 20 : 1_000, 1), workers: values.workers === undefined ? 'auto' : String(workers[0]) } : undefined,
     bulk: values.bulk !== true ? [] : values.size !== undefined ? [whole('size', values.size, 0, 200)] : smoke ? [2_000] : [100_000, 1_000_000],
   });
 }

@@ -8,6 +8,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runBulk } from './bulk.js';
 import { runSearch } from './search.js';
+import { runSlowReaders } from './slow-readers.js';
 import { runSync } from './sync.js';
 import { BenchFailure, FIRST_LOAD_BARCODE, measure, serviceKey, type Build, type Run } from './measure.js';
 import { parseBenchOptions, type BenchOptions } from './options.js';
@@ -40,6 +41,10 @@ async function main(): Promise<number> {
   if (wrk === undefined) {
     console.error(WRK_MISSING);
     return 1;
+  }
+  if (options.slowReaders !== undefined) {
+    const { streams, workers } = options.slowReaders;
+    return runSlowReaders({ dist: join(ROOT, 'dist'), database: options.database, size: options.size, streams, creators: options.connections, duration: options.duration, workers, leftOut: SETTINGS_LEFT_OUT });
   }
   if (options.search) {
     return runSearch({ dist: join(ROOT, 'dist'), database: options.database, size: options.size, duration: options.duration, workers: options.workers[0]!, leftOut: SETTINGS_LEFT_OUT, names: options.names });

@@ -15,14 +15,12 @@
  * how the service schedules it, so the comparison is the detail latency alone against the same beside
  * short searches, and rare terms against common ones.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NAME_WORDS, productName, randomSource, type NameSource } from './data.js';
 import { SEARCH_COUNT_BOUND, V2_PATH, contractFold, matchingNames } from './expected.js';
 import { SHOP_COMMON_WORDS, shopName } from './shop-names.js';
-import { freePort, startTarget } from './processes.js';
-import { seedScratch } from './seed.js';
+import { serveScratchCatalogue } from './seed.js';
 import { errorTotal, runWrk, type LoadResult } from './wrk.js';
 
 export interface SearchOptions {
@@ -69,19 +67,9 @@ const ABSENT_LETTER = 'y';
 
 /** Seeds a catalogue, runs the three loads and prints a table; returns the exit code (1 on errors). */
 export async function runSearch(options: SearchOptions): Promise<number> {
-  const work = mkdtempSync(join(tmpdir(), 'catalogue-search-'));
-  const kind = options.database === undefined ? 'SQLite' : 'PostgreSQL';
   const names = NAMES[options.names];
-  const { url, drop } = await seedScratch(options.dist, options.database, options.size, work, names.nameOf);
-  const port = await freePort();
-  const service = await startTarget('service', port, [join(options.dist, 'server.js')], {
-    ...Object.fromEntries(options.leftOut.map((name) => [name, undefined])),
-    DATABASE_URL: url,
-    PORT: String(port),
-    WORKERS: String(options.workers),
-    PAGINATION: 'limit-offset',
-    LOG_LEVEL: 'warn',
-  });
+  const env = { ...Object.fromEntries(options.leftOut.map((name) => [name, undefined])), WORKERS: String(options.workers), PAGINATION: 'limit-offset' };
+  const { work, kind, port, pid, close } = await serveScratchCatalogue(options.dist, options.database, options.size, env, names.nameOf);
   try {
     const random = randomSource(23);
     const pick = (max: number): number => Math.floor(random() * max);
@@ -105,7 +93,7 @@ export async function runSearch(options: SearchOptions): Promise<number> {
     await checkAnswers(port, options.size, names.nameOf, [longTerms[0]!, shortTerms[0]!, rareTerms[0]!, commonTerms[0]!]);
 
     const load = (file: string, connections: number, seed: number): Promise<LoadResult> =>
-      runWrk({ port, pid: service.child.pid!, threads: 1, connections, seconds: options.duration, headers: {}, script: 'paths', args: [file, String(seed)] });
+      runWrk({ port, pid, threads: 1, connections, seconds: options.duration, headers: {}, script: 'paths', args: [file, String(seed)] });
     // The first reads of a million rows fill the database's page cache; they are not what is measured.
     await load(files.detail, 4, 1);
     const detail = await load(files.detail, 4, 2);
@@ -132,9 +120,7 @@ export async function runSearch(options: SearchOptions): Promise<number> {
     if (errors > 0) console.error(`\n${errors} requests failed (status 400 or more, or the connection).`);
     return errors > 0 ? 1 : 0;
   } finally {
-    await service.stop();
-    await drop();
-    rmSync(work, { recursive: true, force: true });
+    await close();
   }
 }
 

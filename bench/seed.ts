@@ -1,10 +1,12 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { openSqliteConnection } from '../src/storage/sqlite/driver.js';
 import { productName, seededProduct, type NameSource } from './data.js';
 import { contractFold } from './expected.js';
+import { freePort, startTarget } from './processes.js';
 
 /** Rows per transaction: large enough that commits are rare, small enough to show progress. */
 const BATCH = 20_000;
@@ -156,4 +158,45 @@ export async function seedScratch(dist: string, database: string | undefined, si
   }
   process.stderr.write('\n');
   return seeded;
+}
+
+/** A catalogue of a run's own, and the service serving it. */
+export interface ServedCatalogue {
+  /** The run's scratch folder: gone after `close`. */
+  readonly work: string;
+  readonly kind: 'SQLite' | 'PostgreSQL';
+  readonly port: number;
+  /** The service's process (with workers, the primary's). */
+  readonly pid: number;
+  /** Stops the service, drops the catalogue and the scratch folder. */
+  close(): Promise<void>;
+}
+
+/**
+ * A catalogue of products 1..`size` named by `names` (`seedScratch`) served by the build in `dist` on a port of its own,
+ * at LOG_LEVEL=warn, with `env` laid over the environment (a setting given as `undefined` is left out):
+ * for the runs that measure one service alone (`--sync`, `--search`, `--slow-readers`).
+ */
+export async function serveScratchCatalogue(
+  dist: string,
+  database: string | undefined,
+  size: number,
+  env: Record<string, string | undefined>,
+  names: NameSource = productName,
+): Promise<ServedCatalogue> {
+  const work = mkdtempSync(join(tmpdir(), 'catalogue-bench-'));
+  const { url, drop } = await seedScratch(dist, database, size, work, names);
+  const port = await freePort();
+  const service = await startTarget('service', port, [join(dist, 'server.js')], { ...env, DATABASE_URL: url, PORT: String(port), LOG_LEVEL: 'warn' });
+  return {
+    work,
+    kind: database === undefined ? 'SQLite' : 'PostgreSQL',
+    port,
+    pid: service.child.pid!,
+    close: async () => {
+      await service.stop();
+      await drop();
+      rmSync(work, { recursive: true, force: true });
+    },
+  };
 }

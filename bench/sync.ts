@@ -7,13 +7,12 @@
  * would; the list and the sync alternate, after one list to warm the service.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { cpuSeconds, freePort, startTarget } from './processes.js';
+import { cpuSeconds } from './processes.js';
 import { megabytes } from './report.js';
-import { seedScratch } from './seed.js';
+import { serveScratchCatalogue } from './seed.js';
 
 const run = promisify(execFile);
 const CLIENT = join(resolve(import.meta.dirname), 'sync-client.ts');
@@ -35,13 +34,8 @@ interface Read {
 
 /** Seeds a catalogue, reads it both ways `rounds` times and prints a table; returns the exit code. */
 export async function runSync(options: SyncOptions): Promise<number> {
-  const work = mkdtempSync(join(tmpdir(), 'catalogue-sync-'));
-  const kind = options.database === undefined ? 'SQLite' : 'PostgreSQL';
-  const { url, drop } = await seedScratch(options.dist, options.database, options.size, work);
-  const port = await freePort();
-  const service = await startTarget('service', port, [join(options.dist, 'server.js')], { DATABASE_URL: url, PORT: String(port), WORKERS: '1', LOG_LEVEL: 'warn' });
+  const { kind, port, pid, close } = await serveScratchCatalogue(options.dist, options.database, options.size, { WORKERS: '1' });
   try {
-    const pid = service.child.pid!;
     const base = `http://127.0.0.1:${port}`;
     await read(base, 'list');
     console.log(`A whole copy through the change feed against the v1 list: ${options.size.toLocaleString('en')} products on ${kind}, WORKERS=1; Node ${process.version}.`);
@@ -65,9 +59,7 @@ export async function runSync(options: SyncOptions): Promise<number> {
     }
     return 0;
   } finally {
-    await service.stop();
-    await drop();
-    rmSync(work, { recursive: true, force: true });
+    await close();
   }
 }
 

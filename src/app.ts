@@ -100,15 +100,15 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   // Before everything that costs work, after the hooks that give every answer its id and CORS headers.
   declareOverloadAnswer(app);
   const underPressure = refuseWhenOverloaded ? await useOverloadRefusal(app) : () => false;
-  // With workers, the bound is the instance's: the primary counts every worker's streams.
-  const streams = new ChangeStreams(store, { max: config.changeStreamsMax, shared: workerGroup });
+  // With workers, the bounds are the instance's: the primary counts every worker's streams and their memory.
+  const streams = new ChangeStreams(store, { max: config.changeStreamsMax, memoryBudget: config.changeStreamsMemoryBytes, shared: workerGroup });
   // Streams never end by themselves: a stop would otherwise wait its whole time limit for them.
   app.addHook('preClose', (done) => {
     streams.closeAll();
     done();
   });
   const metrics = useMetrics(app, store, streams, hits, workerGroup);
-  workerGroup?.answerWith({ metrics: metrics.figures, ready: () => store.ping() });
+  workerGroup?.answerWith({ metrics: metrics.figures, ready: () => store.ping(), shedStreamBytes: (bytes) => streams.shed(bytes) });
   await app.register(health, { store, workerGroup });
   await app.register(webPage);
   if (config.rateLimit !== undefined) await useRateLimit(app, config.rateLimit, workerGroup);

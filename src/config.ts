@@ -30,6 +30,11 @@ export interface Config {
   readonly workers: number;
   /** Most change feed streams (server-sent events) one instance keeps open at once. */
   readonly changeStreamsMax: number;
+  /**
+   * Most bytes one instance's change streams hold at once for clients that have not taken them, all
+   * its workers together; past it the streams whose clients have been behind longest are closed.
+   */
+  readonly changeStreamsMemoryBytes: number;
   readonly pagination: Pagination;
   readonly pageSize: number;
   readonly maxLimit: number;
@@ -106,6 +111,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, co
   const dbPoolMax = integer('DB_POOL_MAX', 10, 1, 1000);
   const writeWaitMs = integer('WRITE_WAIT_MS', 3000, 100, 60_000);
   const changeStreamsMax = integer('CHANGE_STREAMS_MAX', 1000, 1, 100_000);
+  const changeStreamsMemoryBytes = integer('CHANGE_STREAMS_MEMORY_MB', 32, 1, 65_536) * 2 ** 20;
   const workers = parseWorkers(read('WORKERS', 'auto'), cores, database, problems);
 
   const pagination = read('PAGINATION', 'limit-offset');
@@ -163,6 +169,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>, co
     writeWaitMs,
     workers,
     changeStreamsMax,
+    changeStreamsMemoryBytes,
     pagination: pagination as Pagination,
     pageSize,
     maxLimit,

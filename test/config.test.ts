@@ -12,6 +12,7 @@ describe('loadConfig', () => {
       writeWaitMs: 3000,
       workers: 6,
       changeStreamsMax: 1000,
+      changeStreamsMemoryBytes: 32 * 2 ** 20,
       pagination: 'limit-offset',
       pageSize: 100,
       maxLimit: 1000,
@@ -35,10 +36,12 @@ describe('loadConfig', () => {
       CORS_ORIGIN: 'https://shop.example, http://localhost:3000',
       WRITE_WAIT_MS: '10000',
       CHANGE_STREAMS_MAX: '50',
+      CHANGE_STREAMS_MEMORY_MB: '8',
     });
     assert.equal(config.port, 9000);
     assert.equal(config.writeWaitMs, 10_000);
     assert.equal(config.changeStreamsMax, 50);
+    assert.equal(config.changeStreamsMemoryBytes, 8 * 2 ** 20);
     assert.equal(config.host, '0.0.0.0');
     assert.deepEqual(config.database, { kind: 'postgres', url: 'postgres://postgres@127.0.0.1:5432/test' });
     assert.equal(config.pagination, 'page-number');
@@ -50,12 +53,12 @@ describe('loadConfig', () => {
 
   it('reports every bad setting at once, by name', () => {
     assert.throws(
-      () => loadConfig({ PORT: 'eighty', PAGINATION: 'cursor', PAGE_SIZE: '0', DATABASE_URL: 'mysql://x', CORS_ORIGIN: 'shop', WRITE_WAIT_MS: '10', CHANGE_STREAMS_MAX: '0' }),
+      () => loadConfig({ PORT: 'eighty', PAGINATION: 'cursor', PAGE_SIZE: '0', DATABASE_URL: 'mysql://x', CORS_ORIGIN: 'shop', WRITE_WAIT_MS: '10', CHANGE_STREAMS_MAX: '0', CHANGE_STREAMS_MEMORY_MB: '0' }),
       (error: unknown) => {
         assert.ok(error instanceof ConfigError);
         assert.deepEqual(
           error.problems.map((p) => p.split('=')[0]),
-          ['PORT', 'DATABASE_URL', 'WRITE_WAIT_MS', 'CHANGE_STREAMS_MAX', 'PAGINATION', 'PAGE_SIZE', 'CORS_ORIGIN'],
+          ['PORT', 'DATABASE_URL', 'WRITE_WAIT_MS', 'CHANGE_STREAMS_MAX', 'CHANGE_STREAMS_MEMORY_MB', 'PAGINATION', 'PAGE_SIZE', 'CORS_ORIGIN'],
         );
         return true;
       },

@@ -72,9 +72,18 @@ export class StoreTimeoutError extends Error {
 
 /** Another bulk write (an import, a price list, a removal, a restore) is under way: one runs at a time. */
 export class BulkWriteRunningError extends Error {
-  constructor(kind: string, owner: string, since: Date) {
-    super(`Another ${kind} is under way (${owner}, since ${since.toISOString()}); one bulk write runs at a time. Try again when it has finished.`);
+  /** What it does: an import, a price list, a removal. */
+  readonly kind: string;
+  /** The process that runs it: its machine, process id and a random part. */
+  readonly owner: string;
+  readonly startedAt: Date;
+
+  constructor(kind: string, owner: string, startedAt: Date) {
+    super(`Another ${kind} is under way (${owner}, since ${startedAt.toISOString()}); one bulk write runs at a time. Try again when it has finished.`);
     this.name = 'BulkWriteRunningError';
+    this.kind = kind;
+    this.owner = owner;
+    this.startedAt = startedAt;
   }
 }
 

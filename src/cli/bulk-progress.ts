@@ -1,5 +1,5 @@
 import { SingleBar } from 'cli-progress';
-import type { BulkOptions } from '../storage/store.js';
+import type { BulkOptions, BulkWait } from '../storage/store.js';
 
 /**
  * What a bulk command (import, remove, restore) says on standard error while the store writes in steps: that
@@ -45,4 +45,53 @@ export function progressBar(size: number): { update: (phase: string, done: numbe
       if (current !== '') bar.stop();
     },
   };
+}
+
+/** What a bulk command shows while it waits for the bulk write under way, and how it ends the showing. */
+export interface ShownWait {
+  readonly wait: BulkWait;
+  /** Ends the display of the seconds waited (the wait is over). */
+  stop(): void;
+}
+
+/**
+ * The wait of a bulk command for the bulk write under way (`--wait[=SECONDS]`; `seconds` Infinity: as
+ * long as it runs), shown on standard error: a line naming the bulk write when the wait for it begins,
+ * and on a terminal the seconds waited so far (of SECONDS, with a bar) while the wait lasts.
+ */
+export function bulkWait(seconds: number): ShownWait {
+  const began = Date.now();
+  const limited = Number.isFinite(seconds);
+  // cli-progress draws on standard error, so standard output stays free for data.
+  const bar = process.stderr.isTTY ? new SingleBar({ format: limited ? 'waiting |{bar}| {value} s of {total} s' : 'waiting {value} s', hideCursor: true }) : undefined;
+  let drawing = false;
+  let named: string | undefined;
+  const stop = (): void => {
+    if (drawing) bar?.stop();
+    drawing = false;
+  };
+  return {
+    wait: {
+      until: began + seconds * 1000,
+      onWaiting: (running) => {
+        const waited = Math.floor((Date.now() - began) / 1000);
+        const which = `${running.owner} ${running.startedAt.getTime()}`;
+        if (which !== named) {
+          stop();
+          named = which;
+          console.error(`Waiting for the ${running.kind} started at ${running.startedAt.toISOString()} by ${running.owner} to finish${limited ? ` (at most ${seconds} s)` : ''}…`);
+        }
+        if (bar === undefined) return;
+        if (drawing) bar.update(waited);
+        else bar.start(limited ? seconds : 0, waited);
+        drawing = true;
+      },
+    },
+    stop,
+  };
+}
+
+/** What a failure says of the wait: how long it waited for the bulk write still under way. */
+export function waitedFor(seconds: number | undefined): string {
+  return seconds === undefined || seconds === 0 ? '' : ` Waited ${seconds} s for it to finish.`;
 }

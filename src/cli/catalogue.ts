@@ -20,7 +20,10 @@ Run \`catalogue <command> --help\` for a command's options. Every command reads 
 settings from the environment (DATABASE_URL, MIGRATE_ON_START, ...). Data goes to standard output,
 every message to standard error.
 
-Exit status: 0 done, 1 failed, 2 wrong usage.
+One bulk write (import, price list, removal) runs at a time: import and remove stop at once while
+another is under way, or with --wait[=SECONDS] wait for it to finish (at most SECONDS), then run.
+
+Exit status: 0 done, 1 failed (another bulk write under way included), 2 wrong usage.
 `;
 
 const SEE_HELP = 'Run `catalogue --help` for the commands.';

@@ -26,7 +26,8 @@ export interface Command {
 }
 
 export interface OptionSpec {
-  readonly type: 'boolean' | 'string';
+  /** `optional`: a flag that may be given a value after an equals sign (`--wait`, `--wait=60`). */
+  readonly type: 'boolean' | 'string' | 'optional';
   readonly short?: string;
 }
 
@@ -59,9 +60,11 @@ export interface ParsedArguments {
  * @throws UsageError for an unknown option, a missing value, or a value given to a flag.
  */
 export function readArguments(args: readonly string[], options: Readonly<Record<string, OptionSpec>>): ParsedArguments | 'help' {
+  // An optional value is read as a flag's: a value after a space would be the next argument.
+  const parsed = Object.fromEntries(Object.entries(options).map(([name, spec]) => [name, { ...spec, type: spec.type === 'optional' ? 'boolean' : spec.type }]));
   const { tokens } = parseArgs({
     args: [...args],
-    options: { ...options, help: { type: 'boolean', short: 'h' } },
+    options: { ...parsed, help: { type: 'boolean', short: 'h' } },
     allowPositionals: true,
     strict: false,
     tokens: true,
@@ -70,12 +73,19 @@ export function readArguments(args: readonly string[], options: Readonly<Record<
 
   const values: Record<string, string | boolean | undefined> = {};
   const positionals: string[] = [];
-  for (const token of tokens) {
+  for (const [at, token] of tokens.entries()) {
     if (token.kind === 'positional') positionals.push(token.value);
     if (token.kind !== 'option') continue;
     const spec = options[token.name];
     if (spec === undefined) throw new UsageError(`Unknown option ${token.rawName}.`);
-    if (spec.type === 'boolean') {
+    if (spec.type === 'optional') {
+      // `--wait 60` would wait without limit and take 60 for a FILE or a barcode.
+      const next = tokens[at + 1];
+      if (token.value === undefined && next?.kind === 'positional' && /^[0-9]{1,6}$/.test(next.value)) {
+        throw new UsageError(`Give ${token.rawName} its value after an equals sign: ${token.rawName}=${next.value}.`);
+      }
+      values[token.name] = token.value ?? true;
+    } else if (spec.type === 'boolean') {
       if (token.value !== undefined) throw new UsageError(`${token.rawName} takes no value.`);
       values[token.name] = true;
     } else {
@@ -84,6 +94,24 @@ export function readArguments(args: readonly string[], options: Readonly<Record<
     }
   }
   return { values, positionals };
+}
+
+/** The longest `--wait=SECONDS`: a day. */
+const LONGEST_WAIT_SECONDS = 86_400;
+
+/**
+ * How long `--wait[=SECONDS]` says to wait for the bulk write under way: `undefined` without it (do not
+ * wait), `Infinity` without SECONDS (as long as it runs).
+ *
+ * @throws UsageError for SECONDS that are not a whole number from 0 to a day.
+ */
+export function readWaitSeconds(given: string | boolean | undefined): number | undefined {
+  if (given === undefined) return undefined;
+  if (given === true) return Infinity;
+  if (typeof given !== 'string' || !/^[0-9]+$/.test(given) || Number(given) > LONGEST_WAIT_SECONDS) {
+    throw new UsageError(`--wait takes a whole number of seconds from 0 to ${LONGEST_WAIT_SECONDS}, as --wait=600, not ${JSON.stringify(given)}.`);
+  }
+  return Number(given);
 }
 
 /** `--format`, or else the format the file name implies (CSV without a file). */
@@ -117,11 +145,11 @@ export function fileToRead(parsed: ParsedArguments, verb: string): FileToRead {
 }
 
 /** What a bulk command reading a file (`import`, `restore`) says when it failed; nothing was written then. */
-export function bulkFileFailure(error: unknown, path: string, command: 'import' | 'restore'): CommandFailure {
+export function bulkFileFailure(error: unknown, path: string, command: 'import' | 'restore', waited = ''): CommandFailure {
   const done = `${command}ed`;
   if (error instanceof UnreadableFileError) return new CommandFailure(`${path}: ${error.message.replace(/([^.])$/, '$1.')} Nothing was ${done}.`);
   if (error instanceof DuplicateBarcodeError) return new CommandFailure(`${error.message} It was added while the ${command} ran; nothing was ${done}.`);
-  if (error instanceof BulkWriteRunningError) return new CommandFailure(`${error.message} Nothing was ${done}.`);
+  if (error instanceof BulkWriteRunningError) return new CommandFailure(`${error.message}${waited} Nothing was ${done}.`);
   return new CommandFailure(`${command[0]!.toUpperCase()}${command.slice(1)} failed; nothing was ${done}: ${errorMessage(error)}`);
 }
 

@@ -1,11 +1,11 @@
-import { bulkProgress, progressBar } from './bulk-progress.js';
-import { bulkFileFailure, CommandFailure, EXIT, fileToRead, openConfiguredStore, readArguments, type Command } from './command-line.js';
+import { bulkProgress, bulkWait, progressBar, waitedFor } from './bulk-progress.js';
+import { bulkFileFailure, CommandFailure, EXIT, fileToRead, openConfiguredStore, readArguments, readWaitSeconds, type Command } from './command-line.js';
 import { importProductFile, type ImportResult } from './import-products.js';
 
 export const importCommand: Command = {
   name: 'import',
   summary: 'add products from a CSV or JSON file, or update names and prices (--update)',
-  help: `Usage: catalogue import [--update] [--skip-invalid] [--format csv|json] FILE
+  help: `Usage: catalogue import [--update] [--skip-invalid] [--wait[=SECONDS]] [--format csv|json] FILE
 
 Adds the products of FILE to the catalogue, each checked with the API's rules: all of them, or
 none when any row is bad. FILE is CSV with a name,barcode,price header (fields separated by commas,
@@ -20,6 +20,9 @@ Options:
   --update         apply a price list: a product whose barcode is already in the catalogue takes
                    FILE's name and price (its pk stays), the others are added
   --skip-invalid   import the valid rows and list the bad ones, instead of importing nothing
+  --wait[=SECONDS] when another bulk write (import, price list, removal) is under way, wait for it
+                   to finish, then run; at most SECONDS (up to 86400) when given. Without it, the
+                   import stops at once, importing nothing
   --format FORMAT  csv or json (default: from FILE's name, .json is JSON, anything else CSV)
   --verbose        also say how long the write lock was held at most
   -h, --help       show this help
@@ -27,27 +30,35 @@ Options:
 Bad rows are listed on standard error as "line N: field: reason" (for JSON "line N, item K: ...",
 K the item's place in the array), then the summary. Each JSON item is judged on its own.
 Exit status: 0 imported (bad rows skipped with --skip-invalid), 1 nothing imported (a bad row,
-an unreadable file, a database error), 2 wrong usage.
+an unreadable file, another bulk write under way, or still under way after --wait=SECONDS, a
+database error), 2 wrong usage.
 `,
 
   async run(args) {
-    const parsed = readArguments(args, { update: { type: 'boolean' }, 'skip-invalid': { type: 'boolean' }, format: { type: 'string' }, verbose: { type: 'boolean' } });
+    const parsed = readArguments(args, { update: { type: 'boolean' }, 'skip-invalid': { type: 'boolean' }, wait: { type: 'optional' }, format: { type: 'string' }, verbose: { type: 'boolean' } });
     if (parsed === 'help') {
       process.stdout.write(this.help);
       return EXIT.done;
     }
+    // Every usage error before the file is looked at.
+    const waitSeconds = readWaitSeconds(parsed.values['wait']);
     const { path, format, size } = fileToRead(parsed, 'import');
     const skipInvalid = parsed.values['skip-invalid'] === true;
     const update = parsed.values['update'] === true;
 
     const { store } = await openConfiguredStore();
+    const waiting = waitSeconds === undefined ? undefined : bulkWait(waitSeconds);
     const progress = progressBar(size);
     let result: ImportResult;
     try {
-      result = await importProductFile(store, path, { format, skipInvalid, update, onProgress: progress.update, bulk: bulkProgress(parsed.values['verbose'] === true) });
+      // Before the file is checked: the bulk write under way may add or change the products it lists.
+      if (waiting !== undefined) await store.waitForBulkWrite(waiting.wait);
+      waiting?.stop();
+      result = await importProductFile(store, path, { format, skipInvalid, update, onProgress: progress.update, bulk: { ...bulkProgress(parsed.values['verbose'] === true), wait: waiting?.wait } });
     } catch (error) {
-      throw bulkFileFailure(error, path, 'import');
+      throw bulkFileFailure(error, path, 'import', waitedFor(waitSeconds));
     } finally {
+      waiting?.stop();
       progress.stop();
       await store.close();
     }

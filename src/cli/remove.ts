@@ -2,8 +2,8 @@ import { BulkWriteRunningError, UnknownBarcodesError } from '../catalogue/errors
 import { errorMessage } from '../error-details.js';
 import type { CatalogueStore } from '../storage/store.js';
 import { barcodeArguments, readBarcodeFile, type ListedBarcode } from './barcode-list.js';
-import { bulkProgress } from './bulk-progress.js';
-import { CommandFailure, EXIT, openConfiguredStore, readArguments, UsageError, type Command } from './command-line.js';
+import { bulkProgress, bulkWait, waitedFor } from './bulk-progress.js';
+import { CommandFailure, EXIT, openConfiguredStore, readArguments, readWaitSeconds, UsageError, type Command } from './command-line.js';
 import { UnreadableFileError } from './product-rows.js';
 
 /** Barcodes checked against the catalogue, and removed, at a time. */
@@ -12,8 +12,8 @@ const BATCH = 1_000;
 export const removeCommand: Command = {
   name: 'remove',
   summary: 'remove products by barcode, from arguments or a file',
-  help: `Usage: catalogue remove BARCODE...
-       catalogue remove --file FILE
+  help: `Usage: catalogue remove [--wait[=SECONDS]] BARCODE...
+       catalogue remove [--wait[=SECONDS]] --file FILE
 
 Removes the products with these barcodes: all of them, or none when any barcode is not a valid
 EAN-13 (or 12-digit UPC-A) or no product has it; those are listed by where they were given. FILE is
@@ -25,16 +25,19 @@ removal. The products are removed in short steps; should the command fail or be 
 what it removed is put back.
 
 Options:
-  --file FILE   read the barcodes from FILE instead of the arguments
-  --verbose     also say how long the write lock was held at most
-  -h, --help    show this help
+  --file FILE       read the barcodes from FILE instead of the arguments
+  --wait[=SECONDS]  when another bulk write (import, price list, removal) is under way, wait for it
+                    to finish, then run; at most SECONDS (up to 86400) when given. Without it, the
+                    removal stops at once, removing nothing
+  --verbose         also say how long the write lock was held at most
+  -h, --help        show this help
 
-Exit status: 0 removed, 1 nothing removed (a bad or unknown barcode, an unreadable file, a database
-error), 2 wrong usage.
+Exit status: 0 removed, 1 nothing removed (a bad or unknown barcode, an unreadable file, another
+bulk write under way, or still under way after --wait=SECONDS, a database error), 2 wrong usage.
 `,
 
   async run(args) {
-    const parsed = readArguments(args, { file: { type: 'string' }, verbose: { type: 'boolean' } });
+    const parsed = readArguments(args, { file: { type: 'string' }, wait: { type: 'optional' }, verbose: { type: 'boolean' } });
     if (parsed === 'help') {
       process.stdout.write(this.help);
       return EXIT.done;
@@ -43,20 +46,26 @@ error), 2 wrong usage.
     if (typeof file === 'string' && parsed.positionals.length > 0) throw new UsageError('Give the barcodes as arguments or in --file FILE, not both.');
     if (file === undefined && parsed.positionals.length === 0) throw new UsageError('Name the barcodes to remove, or --file FILE.');
     const list = (): AsyncIterable<ListedBarcode> | Iterable<ListedBarcode> => (typeof file === 'string' ? readBarcodeFile(file) : barcodeArguments(parsed.positionals));
+    const waitSeconds = readWaitSeconds(parsed.values['wait']);
 
     const { store } = await openConfiguredStore();
+    const waiting = waitSeconds === undefined ? undefined : bulkWait(waitSeconds);
     try {
+      // Before the barcodes are checked: the bulk write under way may add or remove the products they name.
+      if (waiting !== undefined) await store.waitForBulkWrite(waiting.wait);
+      waiting?.stop();
       const barcodes = await checkedBarcodes(store, list());
-      const removed = await store.removeProducts(inBatches([...barcodes]), bulkProgress(parsed.values['verbose'] === true));
+      const removed = await store.removeProducts(inBatches([...barcodes]), { ...bulkProgress(parsed.values['verbose'] === true), wait: waiting?.wait });
       console.error(`Removed ${removed} product${removed === 1 ? '' : 's'}.`);
       return EXIT.done;
     } catch (error) {
       if (error instanceof CommandFailure) throw error;
       if (error instanceof UnreadableFileError) throw new CommandFailure(`${error.message.replace(/([^.])$/, '$1.')} Nothing was removed.`);
       if (error instanceof UnknownBarcodesError) throw new CommandFailure(`${error.message} They were removed by another writer meanwhile; nothing was removed.`);
-      if (error instanceof BulkWriteRunningError) throw new CommandFailure(`${error.message} Nothing was removed.`);
+      if (error instanceof BulkWriteRunningError) throw new CommandFailure(`${error.message}${waitedFor(waitSeconds)} Nothing was removed.`);
       throw new CommandFailure(`Removal failed; nothing was removed: ${errorMessage(error)}`);
     } finally {
+      waiting?.stop();
       await store.close();
     }
   },

@@ -1,7 +1,8 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { CatalogueStore, Change, ChangePage } from '../storage/store.js';
+import type { CatalogueStore, Change } from '../storage/store.js';
 import { Turns } from '../turns.js';
+import { StreamMemory } from './stream-memory.js';
 import { changeWire } from './wire.js';
 
 /** Changes read per query, while a stream catches up and while new ones are passed on. */
@@ -14,13 +15,15 @@ const POLL_MS = 50;
 const HEARTBEAT_MS = 15_000;
 
 /**
- * Bytes an answer may hold unsent for a client that reads slowly. Past it, while caught up, the client
- * is disconnected (it resumes with Last-Event-ID); while catching up, the stream waits for it to read.
+ * Bytes a live stream may hold unsent for a client that reads slowly; past it the client is
+ * disconnected (it resumes with Last-Event-ID). A stream catching up holds at most its last page.
  */
 const UNSENT_LIMIT_BYTES = 1024 * 1024;
 
-/** While catching up, a client that reads nothing for this long is disconnected. */
+/** While catching up, a client that has not taken the whole of its last page this long after it was sent is disconnected. */
 const STALLED_MS = 30_000;
+
+const KEEP_ALIVE = Buffer.from(': keep-alive\n\n');
 
 /** After a client ends its side of the connection, the second write that finds out whether it is gone. */
 const PROBE_AFTER_END_MS = 100;
@@ -28,26 +31,51 @@ const PROBE_AFTER_END_MS = 100;
 /** The pause EventSource makes before reconnecting, which the stream asks for. */
 const RECONNECT_MS = 2_000;
 
-/** Where the count of open streams is kept when several worker processes share one instance's `max`. */
+/**
+ * Where the count of open streams, and of the memory they hold, is kept when several worker processes
+ * share one instance's bounds.
+ */
 export interface SharedStreamCount {
   claimStream(max: number): Promise<boolean>;
   releaseStream(): void;
+  /** Takes `bytes` of the streams' `budget` for this worker; false when that would go past it. */
+  claimStreamBytes(bytes: number, budget: number): Promise<boolean>;
+  releaseStreamBytes(bytes: number): void;
 }
 
 export interface ChangeStreamsOptions {
   /** Most streams open at once in this instance (across its workers, with `shared`). */
   readonly max: number;
+  /**
+   * Most bytes the instance's streams hold at once for clients that have not taken them (across its
+   * workers, with `shared`); past it the streams whose clients have been behind longest are closed.
+   */
+  readonly memoryBudget: number;
   /** The count kept for every worker of the instance; this process's own count without it. */
   readonly shared?: SharedStreamCount | undefined;
   /** For tests: how often to send the keep-alive comment. */
   readonly heartbeatMs?: number;
 }
 
-/** A page of changes read for the streams catching up, each change's event written once for all of them. */
+/**
+ * A page of changes read for the streams catching up, its events written once for all of them. It
+ * keeps the bytes alone, not the changes: streams wait for their clients with it in hand.
+ */
 interface CatchUpPage {
-  readonly page: ChangePage;
-  readonly events: readonly string[];
+  /** The catalogue's identity in the snapshot the page was read from. */
+  readonly catalogue: string;
+  /** Every change's event, in order, as the bytes each stream at that version is sent. */
+  readonly events: Buffer;
+  /** The version of the page's last change; `undefined` when it has none. */
+  readonly last: number | undefined;
+  /** The catalogue's version in the snapshot the page was read from. */
+  readonly version: number;
+  /** Whether changes after the last one were left out for the limit. */
+  readonly more: boolean;
 }
+
+/** Why the service closed a stream: past the instance's memory budget, or behind on its own. */
+export type DropReason = 'memory' | 'slow';
 
 /** One client following the feed. */
 interface Stream {
@@ -59,16 +87,23 @@ interface Stream {
   catalogue?: string;
   live: boolean;
   closed: boolean;
+  /** When the oldest byte it holds unsent was written (performance.now). */
+  behindSince: number;
+  /** Bytes written since then, and the most of them in one write: see `held`. */
+  writtenSince: number;
+  largestSince: number;
 }
 
 /**
  * The live change feed: server-sent events for every change after a starting point, by any writer.
- * Each stream first catches up on its own (pages of changes from the database, sent as the client
- * reads them), says `caught-up`, then joins the live streams. One source serves every live stream:
- * when the catalogue changes (the store's cache generation moves: PostgreSQL's notification, SQLite's
- * data_version) it reads the new changes once, serializes each once, and writes it to every live
- * stream that has not had it. A live client that lets more than UNSENT_LIMIT_BYTES pile up is
- * disconnected rather than buffered without end; it resumes from its Last-Event-ID.
+ * Each stream first catches up on its own (pages of changes from the database, the next read only
+ * once its client has taken the last), says `caught-up`, then joins the live streams. One source
+ * serves every live stream: when the catalogue changes (the store's cache generation moves:
+ * PostgreSQL's notification, SQLite's data_version) it reads the new changes once, serializes them
+ * once, and writes them to every live stream that has not had them. A live client that lets more than
+ * UNSENT_LIMIT_BYTES pile up is disconnected rather than buffered without end, and so are, past the
+ * instance's memory budget, the clients behind longest (stream-memory.ts); each resumes from its
+ * Last-Event-ID.
  */
 export class ChangeStreams {
   readonly #store: CatalogueStore;
@@ -86,18 +121,33 @@ export class ChangeStreams {
   #poll: NodeJS.Timeout | undefined;
   readonly #heartbeat: NodeJS.Timeout;
   /**
-   * The catching up streams' reads, one at a time: a burst of new streams (every till of a shop
+   * The catching up streams' work, one piece at a time with a turn of the event loop between: each
+   * page read, and each page written to one stream. A burst of new streams (every till of a shop
    * reconnecting) would otherwise take every database connection, and its reads would wait for one
-   * past the pool's limit and fail, with the stream already answered 200.
+   * past the pool's limit and fail, with the stream already answered 200; and a page written to a
+   * thousand streams at once would hold every other request up meanwhile.
    */
-  readonly #catchUpReads = new Turns();
+  readonly #catchUpTurns = new Turns();
   /** Catch-up reads queued or running, by the version they read after: streams there share one. */
   readonly #readsAfter = new Map<number, Promise<CatchUpPage>>();
+  /**
+   * Whole pages read (more follow them), by the version they start after, for as long as they are in
+   * memory anyway (a stream still has one in hand): a stream that reaches that version later is sent
+   * the same bytes, as if it had come in time for that read. Nothing is kept for them.
+   */
+  readonly #pagesAfter = new Map<number, WeakRef<CatchUpPage>>();
+  readonly #pagesGone = new FinalizationRegistry<number>((version) => {
+    if (this.#pagesAfter.get(version)?.deref() === undefined) this.#pagesAfter.delete(version);
+  });
+  readonly #memory: StreamMemory<Stream>;
+  /** Streams closed for being slow on their own (not for the instance's budget), since the start. */
+  #droppedSlow = 0;
 
-  constructor(store: CatalogueStore, { max, shared, heartbeatMs = HEARTBEAT_MS }: ChangeStreamsOptions) {
+  constructor(store: CatalogueStore, { max, memoryBudget, shared, heartbeatMs = HEARTBEAT_MS }: ChangeStreamsOptions) {
     this.#store = store;
     this.max = max;
     this.#shared = shared;
+    this.#memory = new StreamMemory({ budget: memoryBudget, shared, streams: () => this.#all, held, close: (stream) => this.#disconnect(stream) });
     this.#heartbeat = setInterval(() => this.#beat(), heartbeatMs);
     this.#heartbeat.unref();
   }
@@ -105,6 +155,24 @@ export class ChangeStreams {
   /** Streams open now, catching up or live. */
   get open(): number {
     return this.#all.size;
+  }
+
+  /** Bytes this process's streams hold for clients that have not taken them yet. */
+  get held(): number {
+    return this.#memory.held();
+  }
+
+  /** Streams the service closed because their clients did not take what they were sent, by reason, since the start. */
+  get dropped(): Readonly<Record<DropReason, number>> {
+    return { memory: this.#memory.closedForRoom, slow: this.#droppedSlow };
+  }
+
+  /**
+   * Gives back up to `bytes` of this process's share of the streams' memory, closing the streams whose
+   * clients have been behind longest as needed: another worker's streams need room.
+   */
+  shed(bytes: number): number {
+    return this.#memory.shed(bytes);
   }
 
   /**
@@ -131,17 +199,10 @@ export class ChangeStreams {
    */
   follow(request: FastifyRequest, reply: FastifyReply, since: number): FastifyReply {
     const body = new PassThrough();
-    const stream: Stream = { body, socket: request.socket, position: since, live: false, closed: false };
+    const stream: Stream = { body, socket: request.socket, position: since, live: false, closed: false, behindSince: 0, writtenSince: 0, largestSince: 0 };
     if (this.#shared === undefined) this.#claimed -= 1;
     this.#all.add(stream);
-    const close = (): void => {
-      if (stream.closed) return;
-      stream.closed = true;
-      this.#shared?.releaseStream();
-      this.#all.delete(stream);
-      this.#live.delete(stream);
-      if (this.#live.size === 0) this.#stopPolling();
-    };
+    const close = (): void => this.#forget(stream);
     // The answer closes when it ends or its connection goes (a request's own 'close' says only that it was read).
     reply.raw.once('close', close);
     // A client that goes away sends its end of the connection, which the server keeps open for answers
@@ -152,8 +213,8 @@ export class ChangeStreams {
       setTimeout(() => write(stream, ': ping\n\n'), PROBE_AFTER_END_MS).unref();
     });
     body.once('close', close);
-    body.write(`retry: ${RECONNECT_MS}\n\n`);
-    void this.#catchUp(stream).catch(() => this.#disconnect(stream));
+    write(stream, `retry: ${RECONNECT_MS}\n\n`);
+    void this.#catchUp(stream).catch((error: unknown) => (error instanceof StalledError ? this.#dropSlow(stream) : this.#disconnect(stream)));
     return reply
       .code(200)
       .type('text/event-stream; charset=utf-8')
@@ -171,18 +232,18 @@ export class ChangeStreams {
   }
 
   /**
-   * Sends the stream every change after its position, a page at a time as the client reads them,
-   * then `caught-up`, and makes it live. The live source may have read further meanwhile: then the
-   * stream catches up again before it joins, so that it misses nothing in between.
+   * Sends the stream every change after its position, a page at a time, each once the client has
+   * taken the last, then `caught-up`, and makes it live. The live source may have read further
+   * meanwhile: then the stream catches up again before it joins, so that it misses nothing in between.
    */
   async #catchUp(stream: Stream): Promise<void> {
-    for (;;) {
-      const { page, events } = await this.#readAfter(stream.position);
+    while (!stream.closed) {
+      const page = await this.#readAfter(stream.position);
       if (stream.closed || !sameCatalogue(stream, page)) return;
-      for (const event of events) write(stream, event);
-      if (page.changes.length > 0) stream.position = page.changes.at(-1)!.version;
+      if (page.events.length > 0 && !(await this.#catchUpTurns.run(() => this.#writePage(stream, page.events)))) return;
+      if (page.last !== undefined) stream.position = page.last;
       if (page.more) {
-        await this.#readable(stream);
+        await this.#taken(stream);
         continue;
       }
       // Nothing more up to the catalogue's version: a removal left out (from 0) or a change replaced
@@ -202,16 +263,40 @@ export class ChangeStreams {
   }
 
   /**
+   * Writes a page's events to the stream once the instance's streams have room for them: false when
+   * they have none even after closing those behind longest, and the stream, past the budget, is
+   * closed (it has taken everything before, and resumes with Last-Event-ID).
+   */
+  async #writePage(stream: Stream, events: Buffer): Promise<boolean> {
+    if (stream.closed) return false;
+    if (!(await this.#memory.makeRoom(events.length, stream))) {
+      if (!stream.closed) this.#memory.closeForRoom(stream);
+      return false;
+    }
+    write(stream, events);
+    return true;
+  }
+
+  /**
    * The changes after `version`, read in turn with the other streams catching up, or with the stream
-   * that asked first for the same. A read that began before a stream came is as good as its own: the
-   * stream goes on from the version that read stood at, and misses nothing after it.
+   * that asked first for the same, or read before for another stream. A read that began before a
+   * stream came is as good as its own: the stream goes on from the version that read stood at, and
+   * misses nothing after it. Only whole pages are taken from before: the last page of a catch-up,
+   * which says where the catalogue stands, is always read anew.
    */
   #readAfter(version: number): Promise<CatchUpPage> {
+    const kept = this.#pagesAfter.get(version)?.deref();
+    if (kept !== undefined) return Promise.resolve(kept);
     let read = this.#readsAfter.get(version);
     if (read === undefined) {
-      read = this.#catchUpReads.run(async () => {
-        const page = await this.#store.readChanges(version, CHANGES_PER_READ);
-        return { page, events: page.changes.map(changeEvent) };
+      read = this.#catchUpTurns.run(async () => {
+        const { changes, version: at, more, catalogue } = await this.#store.readChanges(version, CHANGES_PER_READ);
+        const page = { catalogue, events: Buffer.from(changes.map(changeEvent).join('')), last: changes.at(-1)?.version, version: at, more };
+        if (more) {
+          this.#pagesAfter.set(version, new WeakRef(page));
+          this.#pagesGone.register(page, version);
+        }
+        return page;
       });
       this.#readsAfter.set(version, read);
       const forget = (): void => void this.#readsAfter.delete(version);
@@ -220,21 +305,36 @@ export class ChangeStreams {
     return read;
   }
 
-  /** Resolves once the client has read enough of what was written; disconnects one that stalls. */
-  async #readable(stream: Stream): Promise<void> {
-    if (unsent(stream) < UNSENT_LIMIT_BYTES) return;
+  /**
+   * Resolves once the client has taken everything written to it (the kernel's socket buffer took the
+   * last byte); rejects when that has not happened within STALLED_MS.
+   */
+  async #taken(stream: Stream): Promise<void> {
+    if (stream.closed || unsent(stream) === 0) return;
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('stalled')), STALLED_MS);
+      const timer = setTimeout(() => {
+        stop();
+        reject(new StalledError());
+      }, STALLED_MS);
       const check = (): void => {
-        if (stream.closed || unsent(stream) < UNSENT_LIMIT_BYTES / 2) {
-          clearTimeout(timer);
-          stream.socket.off('drain', check);
-          stream.body.off('drain', check);
-          resolve();
-        }
+        if (!stream.closed && unsent(stream) > 0) return;
+        stop();
+        resolve();
+      };
+      // Bytes leave the answer's stream for the socket on 'data', which the socket may take at once
+      // (no 'drain' then): looked at once that write is done.
+      const afterData = (): void => void setImmediate(check);
+      const stop = (): void => {
+        clearTimeout(timer);
+        stream.socket.off('drain', check);
+        stream.socket.off('close', check);
+        stream.body.off('drain', check);
+        stream.body.off('data', afterData);
       };
       stream.socket.on('drain', check);
+      stream.socket.on('close', check);
       stream.body.on('drain', check);
+      stream.body.on('data', afterData);
     });
   }
 
@@ -247,7 +347,7 @@ export class ChangeStreams {
     this.#poll = undefined;
   }
 
-  /** Reads the changes after the live head when the catalogue changed, and sends each to every live stream. */
+  /** Reads the changes after the live head when the catalogue changed, and sends them to every live stream. */
   async #pollChanges(): Promise<void> {
     if (this.#reading) return;
     this.#reading = true;
@@ -258,16 +358,10 @@ export class ChangeStreams {
       for (;;) {
         const page = await this.#store.readChanges(this.#head, CHANGES_PER_READ);
         for (const stream of this.#live) sameCatalogue(stream, page);
-        for (const change of page.changes) {
-          const event = changeEvent(change);
-          for (const stream of this.#live) {
-            if (change.version <= stream.position) continue;
-            stream.position = change.version;
-            if (unsent(stream) > UNSENT_LIMIT_BYTES) this.#disconnect(stream);
-            else write(stream, event);
-          }
-        }
+        if (page.changes.length > 0) this.#sendLive(page.changes);
         this.#head = Math.max(this.#head, page.changes.at(-1)?.version ?? this.#head);
+        // After each page: a burst of changes (an import) must not pile up in every stream before it.
+        await this.#memory.settle();
         if (!page.more) return;
       }
     } catch {
@@ -278,12 +372,52 @@ export class ChangeStreams {
     }
   }
 
-  #beat(): void {
-    for (const stream of this.#all) write(stream, ': keep-alive\n\n');
+  /**
+   * Writes new changes to every live stream that has not had them, as one write of bytes serialized
+   * once for all of them; a stream that joined since has had some, and gets the rest.
+   */
+  #sendLive(changes: readonly Change[]): void {
+    const events = changes.map(changeEvent);
+    const bytes = Buffer.from(events.join(''));
+    const starts: number[] = [];
+    let offset = 0;
+    for (const event of events) {
+      starts.push(offset);
+      offset += Buffer.byteLength(event);
+    }
+    const last = changes.at(-1)!.version;
+    for (const stream of this.#live) {
+      if (stream.position >= last) continue;
+      const first = changes.findIndex((change) => change.version > stream.position);
+      stream.position = last;
+      if (unsent(stream) > UNSENT_LIMIT_BYTES) this.#dropSlow(stream);
+      else write(stream, first === 0 ? bytes : bytes.subarray(starts[first]));
+    }
   }
 
-  /** Drops a client that cannot keep up or whose stream failed; it resumes from its Last-Event-ID. */
+  #beat(): void {
+    for (const stream of this.#all) write(stream, KEEP_ALIVE);
+  }
+
+  /** Forgets a stream that has closed (or is being closed), giving back its place. */
+  #forget(stream: Stream): void {
+    if (stream.closed) return;
+    stream.closed = true;
+    this.#shared?.releaseStream();
+    this.#all.delete(stream);
+    this.#live.delete(stream);
+    if (this.#live.size === 0) this.#stopPolling();
+  }
+
+  /** Drops a client that falls behind on its own (too much unsent, or stalled); it resumes from its Last-Event-ID. */
+  #dropSlow(stream: Stream): void {
+    this.#droppedSlow += 1;
+    this.#disconnect(stream);
+  }
+
+  /** Closes a stream at once (what it holds is freed now); its client resumes from its Last-Event-ID. */
   #disconnect(stream: Stream): void {
+    this.#forget(stream);
     stream.socket.destroy();
     stream.body.destroy();
   }
@@ -294,7 +428,7 @@ export class ChangeStreams {
  * later read finds another (a restore cut the history): the client, reconnecting, is told the new one
  * and starts its copy again.
  */
-function sameCatalogue(stream: Stream, page: ChangePage): boolean {
+function sameCatalogue(stream: Stream, page: { readonly catalogue: string }): boolean {
   if (stream.catalogue === undefined) {
     stream.catalogue = page.catalogue;
     write(stream, `event: catalogue\ndata: ${JSON.stringify({ catalogue_id: page.catalogue })}\n\n`);
@@ -304,15 +438,44 @@ function sameCatalogue(stream: Stream, page: ChangePage): boolean {
   return false;
 }
 
+/** A client that took nothing of what it was sent for STALLED_MS. */
+class StalledError extends Error {}
+
 function changeEvent(change: Change): string {
   return `id: ${change.version}\nevent: change\ndata: ${JSON.stringify(changeWire(change))}\n\n`;
 }
 
-function write(stream: Stream, text: string): void {
-  if (!stream.closed && !stream.body.writableEnded) stream.body.write(text);
+/**
+ * Writes to the stream's answer, unless it has closed. A stream that held nothing is behind from now
+ * until its client takes this.
+ */
+function write(stream: Stream, data: string | Uint8Array): void {
+  if (stream.closed || stream.body.writableEnded) return;
+  const bytes = typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength;
+  if (unsent(stream) === 0) {
+    stream.behindSince = performance.now();
+    stream.writtenSince = 0;
+    stream.largestSince = 0;
+  }
+  stream.writtenSince += bytes;
+  stream.largestSince = Math.max(stream.largestSince, bytes);
+  stream.body.write(data);
 }
 
-/** Bytes written for the client that it has not read yet: in the answer's stream and the socket. */
+/**
+ * The memory a stream holds for its client: what it has not taken, and the whole of the write its
+ * client is taking now, which stays in memory until its last byte is taken (a page is one write).
+ * Everything written before the client last had taken it all is freed.
+ */
+function held(stream: Stream): number {
+  const left = unsent(stream);
+  return left === 0 ? 0 : Math.min(left + stream.largestSince, stream.writtenSince);
+}
+
+/**
+ * Bytes written for the client that it has not taken yet, in this process: in the answer's stream (on
+ * its way in, and on its way out to the socket) and the socket's own buffer.
+ */
 function unsent(stream: Stream): number {
-  return stream.body.writableLength + stream.socket.writableLength;
+  return stream.body.writableLength + stream.body.readableLength + stream.socket.writableLength;
 }

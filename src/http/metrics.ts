@@ -22,7 +22,7 @@ const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
  * With workers, `/metrics` answers for all of them (the primary adds up each worker's figures);
  * `figures` gives this worker's own, for the primary to ask.
  */
-export function useMetrics(app: FastifyInstance, store: CatalogueStore, streams: Pick<ChangeStreams, 'open'>, hits: Pick<KeptHits, 'answered'>, workerGroup?: WorkerGroup): AnswerMetrics {
+export function useMetrics(app: FastifyInstance, store: CatalogueStore, streams: Pick<ChangeStreams, 'open' | 'held' | 'dropped'>, hits: Pick<KeptHits, 'answered'>, workerGroup?: WorkerGroup): AnswerMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const labelNames = ['method', 'route', 'status'] as const;
@@ -78,6 +78,24 @@ export function useMetrics(app: FastifyInstance, store: CatalogueStore, streams:
     registers: [registry],
     collect() {
       this.set(streams.open);
+    },
+  });
+  new Gauge({
+    name: 'catalogue_change_stream_bytes',
+    help: 'Bytes the change streams hold for clients that have not taken them yet (CHANGE_STREAMS_MEMORY_MB bounds them).',
+    registers: [registry],
+    collect() {
+      this.set(streams.held);
+    },
+  });
+  new Counter({
+    name: 'catalogue_change_streams_dropped_total',
+    help: 'Change streams closed because their clients did not take what they were sent: past the streams\' memory budget (memory), or behind on their own (slow). Each resumes with Last-Event-ID.',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [reason, count] of Object.entries(streams.dropped)) this.inc({ reason }, count);
     },
   });
 

@@ -1,8 +1,10 @@
 import { hostname } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import { BulkWriteRunningError } from '../catalogue/errors.js';
 import type { Database } from './schema.js';
 import type { StoreContext } from './store-context.js';
+import type { BulkWait } from './store.js';
 
 /** How often a bulk write shows it is alive (in a step it writes anyway). */
 const HEARTBEAT_EVERY_MS = 5_000;
@@ -12,6 +14,12 @@ const HEARTBEAT_EVERY_MS = 5_000;
  * finds it. Well above the longest a step may wait for the write lock (a command waits 60 s).
  */
 export const ABANDONED_AFTER_MS = 120_000;
+
+/**
+ * How often a bulk write waiting for the one under way looks whether it has ended: a read of one small
+ * table, without any lock.
+ */
+const WAIT_LOOKS_EVERY_MS = 1_000;
 
 /** Products put back, or journal rows dropped, per transaction while a bulk write is undone or cleaned up. */
 const ROWS_PER_UNDO_STEP = 1_000;
@@ -51,26 +59,34 @@ export class BulkWriteJournal {
   }
 
   /**
-   * Starts a bulk write, after undoing any abandoned one.
-   * @throws BulkWriteRunningError when another bulk write is under way.
+   * Starts a bulk write, after undoing any abandoned one; with `wait`, after the one under way, as
+   * `waitForBulkWrite` waits.
+   * @throws BulkWriteRunningError when another bulk write is under way (still, at `wait.until`).
    */
-  static async start(context: StoreContext, kind: BulkWriteKind): Promise<BulkWriteJournal> {
-    await undoAbandonedBulkWrites(context);
-    const owner = ownerName();
-    const id = await context.run(() =>
-      context.writeDb.transaction().execute(async (trx) => {
-        const running = await trx.selectFrom('bulk_write').select(['kind', 'owner', 'started_at']).orderBy('id').executeTakeFirst();
-        if (running !== undefined) throw new BulkWriteRunningError(running.kind, running.owner, new Date(Number(running.started_at)));
-        const now = Date.now();
-        const row = await trx
-          .insertInto('bulk_write')
-          .values({ kind, owner, state: 'writing', started_at: now, heartbeat_at: now })
-          .returning('id')
-          .executeTakeFirstOrThrow();
-        return Number(row.id);
-      }),
-    );
-    return new BulkWriteJournal(context, id, owner);
+  static async start(context: StoreContext, kind: BulkWriteKind, wait?: BulkWait): Promise<BulkWriteJournal> {
+    for (;;) {
+      await waitForBulkWrite(context, wait);
+      const owner = ownerName();
+      try {
+        const id = await context.run(() =>
+          context.writeDb.transaction().execute(async (trx) => {
+            const running = await findRunning(trx);
+            if (running !== undefined) throw running;
+            const now = Date.now();
+            const row = await trx
+              .insertInto('bulk_write')
+              .values({ kind, owner, state: 'writing', started_at: now, heartbeat_at: now })
+              .returning('id')
+              .executeTakeFirstOrThrow();
+            return Number(row.id);
+          }),
+        );
+        return new BulkWriteJournal(context, id, owner);
+      } catch (error) {
+        // Another one started between the look and this start: this one waits for it in turn, if it may.
+        if (!(error instanceof BulkWriteRunningError) || wait === undefined || Date.now() >= wait.until) throw error;
+      }
+    }
   }
 
   /** The longest a step held the write lock, in milliseconds, and how many steps there were. */
@@ -151,6 +167,31 @@ export class BulkWriteJournal {
     if (numUpdatedRows === 0n) throw new Error('The bulk write was taken for abandoned and is being undone by another process.');
     this.#lastBeat = now;
   }
+}
+
+/**
+ * Resolves once no bulk write is under way, having undone any abandoned one. With `wait`, while one is
+ * under way it looks again every WAIT_LOOKS_EVERY_MS until `wait.until`, telling `wait.onWaiting` each
+ * time; between two looks it holds no lock and keeps no query open.
+ *
+ * @throws BulkWriteRunningError naming the bulk write under way: at once without `wait`, else at `wait.until`.
+ */
+export async function waitForBulkWrite(context: StoreContext, wait?: BulkWait): Promise<void> {
+  for (;;) {
+    await undoAbandonedBulkWrites(context);
+    const running = await context.run(() => findRunning(context.db));
+    if (running === undefined) return;
+    const left = (wait?.until ?? 0) - Date.now();
+    if (left <= 0) throw running;
+    wait?.onWaiting?.(running);
+    await sleep(Math.min(WAIT_LOOKS_EVERY_MS, left));
+  }
+}
+
+/** The bulk write under way, as the error that names it; `undefined` when there is none. */
+async function findRunning(db: Kysely<Database>): Promise<BulkWriteRunningError | undefined> {
+  const running = await db.selectFrom('bulk_write').select(['kind', 'owner', 'started_at']).orderBy('id').executeTakeFirst();
+  return running === undefined ? undefined : new BulkWriteRunningError(running.kind, running.owner, new Date(Number(running.started_at)));
 }
 
 /**

@@ -158,7 +158,7 @@ export class BulkWrites {
     add: (total: Total, outcome: Outcome) => Total,
     begin?: (trx: Transaction<Database>) => Promise<void>,
   ): Promise<Total> {
-    const journal = await BulkWriteJournal.start(this.#context, kind);
+    const journal = await BulkWriteJournal.start(this.#context, kind, options.wait);
     let chunk: readonly Item[] = [];
     try {
       if (begin !== undefined) await journal.step(begin);

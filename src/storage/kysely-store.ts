@@ -1,6 +1,6 @@
 import type { NewProduct, Product } from '../catalogue/product.js';
 import type { ProductFilter } from '../catalogue/search.js';
-import { undoAbandonedBulkWrites } from './bulk-write-journal.js';
+import { undoAbandonedBulkWrites, waitForBulkWrite } from './bulk-write-journal.js';
 import { writeNewCatalogueId } from './catalogue-state.js';
 import { BulkWrites } from './bulk-writes.js';
 import { ChangeReads } from './change-reads.js';
@@ -11,6 +11,7 @@ import { SearchReads } from './search-reads.js';
 import { StoreContext } from './store-context.js';
 import type {
   BulkOptions,
+  BulkWait,
   CatalogueState,
   CatalogueStore,
   ChangePage,
@@ -124,6 +125,11 @@ export class KyselyCatalogueStore implements CatalogueStore {
 
   renewCatalogueId(): Promise<string> {
     return this.#written(this.#context.run(() => writeNewCatalogueId(this.#context.writeDb)));
+  }
+
+  waitForBulkWrite(wait: BulkWait): Promise<void> {
+    // It may undo an abandoned bulk write: a write.
+    return this.#written(waitForBulkWrite(this.#context, wait));
   }
 
   async undoAbandonedBulkWrites(): Promise<number> {

@@ -149,6 +149,14 @@ export interface CatalogueStore {
   renewCatalogueId(): Promise<string>;
 
   /**
+   * Resolves once no bulk write is under way (one whose process died is undone first, as before any
+   * bulk write). While one is, it looks again every second until `wait.until`, telling
+   * `wait.onWaiting`; it holds no lock and keeps no query open in between.
+   * @throws BulkWriteRunningError naming the one still under way then.
+   */
+  waitForBulkWrite(wait: BulkWait): Promise<void>;
+
+  /**
    * Undoes bulk writes whose process died (not seen alive for two minutes), so that what they had
    * written does not stay. Called by a running service now and then, and before every bulk write.
    * @returns how many were undone.
@@ -252,8 +260,30 @@ export interface KeyedCreation {
   readonly product: Product | undefined;
 }
 
+/** How a bulk write waits its turn behind the one under way, instead of failing at once. */
+export interface BulkWait {
+  /** Until when to wait, as `Date.now()` counts; `Infinity`: for as long as the other runs. */
+  readonly until: number;
+  /** Told of the bulk write under way when the wait begins and about once a second while it lasts. */
+  onWaiting?(running: RunningBulkWrite): void;
+}
+
+/** A bulk write under way, as a waiting one sees it. */
+export interface RunningBulkWrite {
+  /** What it does: an import, a price list, a removal. */
+  readonly kind: string;
+  /** The process that runs it: its machine, process id and a random part. */
+  readonly owner: string;
+  readonly startedAt: Date;
+}
+
 /** What a caller of a bulk write is told as it goes. */
 export interface BulkOptions {
+  /**
+   * Wait for the bulk write under way, if any, as `waitForBulkWrite` does; without it, another bulk
+   * write under way fails this one at once.
+   */
+  readonly wait?: BulkWait;
   /** It failed after `steps` steps, which are being undone now. */
   onUndo?(done: { readonly steps: number }): void;
   /** Done or undone: how many steps it had, and the longest any of them held the write lock. */

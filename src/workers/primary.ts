@@ -48,13 +48,15 @@ interface Member {
   unanswering: boolean;
   /** Change streams this worker holds open (CHANGE_STREAMS_MAX is the service's, shared by all). */
   streams: number;
+  /** Bytes of the change streams' memory budget (CHANGE_STREAMS_MEMORY_MB, the service's) this worker holds. */
+  streamBytes: number;
 }
 
 /**
  * Starts and keeps `workers` processes serving one port (Node's cluster: the primary accepts each
  * connection and hands it to the workers in turn). A worker that ends is logged and replaced; the
  * primary keeps what must hold across all of them: the rate limit's counts and the change streams'
- * count, and it gathers every worker's metrics and readiness.
+ * count and memory, and it gathers every worker's metrics and readiness.
  */
 export function startPrimary({ workers, log, stopGraceMs }: PrimaryOptions): Primary {
   const members = new Map<number, Member>();
@@ -152,13 +154,31 @@ export function startPrimary({ workers, log, stopGraceMs }: PrimaryOptions): Pri
       from.streams = Math.max(0, from.streams - 1);
       return 'released';
     }
+    if (what === 'claim-stream-bytes') {
+      const { bytes, budget } = args as { bytes: number; budget: number };
+      const missing = (): number => [...members.values()].reduce((sum, m) => sum + m.streamBytes, 0) + bytes - budget;
+      // Room is made where the most is held: that worker gives back what its streams do not use, then
+      // closes those whose clients have been behind longest. The asker does so itself when it holds most.
+      const fullest = [...members.values()].filter((m) => m !== from && m.listening).sort((a, b) => b.streamBytes - a.streamBytes)[0];
+      if (missing() > 0 && fullest !== undefined && fullest.streamBytes >= from.streamBytes) {
+        const given = await fullest.questions.ask('shed-stream-bytes', { bytes: missing() }).catch(() => 0);
+        fullest.streamBytes = Math.max(0, fullest.streamBytes - Number(given));
+      }
+      if (missing() > 0) return false;
+      from.streamBytes += bytes;
+      return true;
+    }
+    if (what === 'release-stream-bytes') {
+      from.streamBytes = Math.max(0, from.streamBytes - (args as { bytes: number }).bytes);
+      return 'released';
+    }
     throw new Error(`no such question: ${what}`);
   };
 
   const fork = (): void => {
     const worker = cluster.fork();
     const send = sendOver(worker);
-    const member: Member = { worker, questions: new Questions(send), startedAt: Date.now(), listening: false, unanswering: false, streams: 0 };
+    const member: Member = { worker, questions: new Questions(send), startedAt: Date.now(), listening: false, unanswering: false, streams: 0, streamBytes: 0 };
     members.set(worker.id, member);
     worker.on('message', (message: unknown) => {
       // Any message, even a late answer to a question given up on, shows the worker runs again.

@@ -23,6 +23,11 @@ export interface WorkerAnswers {
   metrics(): Promise<unknown>;
   /** Resolves when this worker's database answers. */
   ready(): Promise<void>;
+  /**
+   * Gives back up to `bytes` of this worker's share of the change streams' memory, for another
+   * worker's streams; returns the bytes given back.
+   */
+  shedStreamBytes(bytes: number): number;
 }
 
 /**
@@ -44,6 +49,13 @@ export interface WorkerGroup {
    */
   claimStream(max: number): Promise<boolean>;
   releaseStream(): void;
+  /**
+   * Takes `bytes` of the change streams' memory `budget` for this worker, when the workers' streams
+   * hold less than that (the primary asks the worker holding most to give some back first); false
+   * when the budget is spent. `releaseStreamBytes` gives them back.
+   */
+  claimStreamBytes(bytes: number, budget: number): Promise<boolean>;
+  releaseStreamBytes(bytes: number): void;
   /** This worker's writes told to the others, and theirs heard, through the primary. */
   readonly writeNotices: WriteNotices;
   /** Lets the primary ask this worker for its own part of the answers above. */
@@ -64,7 +76,7 @@ export function joinWorkerGroup(size: number): WorkerGroup | undefined {
   process.on('message', (message: unknown) => {
     if (isAnswer(message)) questions.settle(message);
     else if (isQuestion(message)) {
-      answerQuestion(message, async (what) => {
+      answerQuestion(message, async (what, args) => {
         if (what === 'write-heard') {
           notices.hear();
           return 'heard';
@@ -72,6 +84,7 @@ export function joinWorkerGroup(size: number): WorkerGroup | undefined {
         if (answers === undefined) throw new Error('this worker is still starting');
         if (what === 'metrics') return answers.metrics();
         if (what === 'ready') return answers.ready();
+        if (what === 'shed-stream-bytes') return answers.shedStreamBytes((args as { bytes: number }).bytes);
         throw new Error(`no such question: ${what}`);
       }, send);
     }
@@ -88,6 +101,11 @@ export function joinWorkerGroup(size: number): WorkerGroup | undefined {
     releaseStream: () => {
       // Nothing to wait for; a primary that is gone has nothing left to count.
       questions.ask('release-stream').catch(() => undefined);
+    },
+    // The primary may ask another worker to give some back first: that takes longer than one answer.
+    claimStreamBytes: async (bytes, budget) => (await questions.ask('claim-stream-bytes', { bytes, budget }, PRIMARY_ANSWERS_WITHIN_MS)) === true,
+    releaseStreamBytes: (bytes) => {
+      questions.ask('release-stream-bytes', { bytes }).catch(() => undefined);
     },
     writeNotices: notices,
     answerWith: (given) => {

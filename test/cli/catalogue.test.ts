@@ -32,7 +32,7 @@ describe('the catalogue command', { timeout: 600_000 }, () => {
     for (const [args, usage] of [
       [['--help'], 'Usage: catalogue <command> [options]'],
       [['help', 'export'], 'Usage: catalogue export [--format csv|json] [FILE]'],
-      [['import', '--help'], 'Usage: catalogue import [--update] [--skip-invalid] [--format csv|json] FILE'],
+      [['import', '--help'], 'Usage: catalogue import [--update] [--skip-invalid] [--wait[=SECONDS]] [--format csv|json] FILE'],
       [['export', '-h'], 'Usage: catalogue export [--format csv|json] [FILE]'],
       [['migrate', '--help'], 'Usage: catalogue migrate'],
       [['restore', '--help'], 'Usage: catalogue restore [--replace] [--format csv|json] FILE'],
@@ -62,6 +62,9 @@ describe('the catalogue command', { timeout: 600_000 }, () => {
       [['import', 'a.csv', 'b.csv'], 'Expected one FILE, got 2.\nRun `catalogue import --help` for its usage.'],
       [['import', '--overwrite', 'a.csv'], 'Unknown option --overwrite.\nRun `catalogue import --help` for its usage.'],
       [['import', '--update=yes', 'a.csv'], '--update takes no value.\nRun `catalogue import --help` for its usage.'],
+      [['import', '--wait=soon', 'a.csv'], '--wait takes a whole number of seconds from 0 to 86400, as --wait=600, not "soon".\nRun `catalogue import --help` for its usage.'],
+      [['import', '--wait=86401', 'a.csv'], '--wait takes a whole number of seconds from 0 to 86400, as --wait=600, not "86401".\nRun `catalogue import --help` for its usage.'],
+      [['remove', '--wait', '30', '4006381333931'], 'Give --wait its value after an equals sign: --wait=30.\nRun `catalogue remove --help` for its usage.'],
       [['export', '--format'], '--format needs a value.\nRun `catalogue export --help` for its usage.'],
       [['export', '--format', 'xml'], '--format must be csv or json, not "xml".\nRun `catalogue export --help` for its usage.'],
       [['migrate', 'now'], 'migrate takes no arguments, got now.\nRun `catalogue migrate --help` for its usage.'],

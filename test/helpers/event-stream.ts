@@ -20,14 +20,28 @@ export interface EventStreamClient {
   waitFor(match: (event: ServerEvent) => boolean, withinMs?: number): Promise<ServerEvent>;
   /** Resolves when the server ends the stream or the connection closes. */
   readonly ended: Promise<void>;
+  /** The `id` of the last whole event read: what EventSource sends as Last-Event-ID when it reconnects. */
+  readonly lastEventId: () => string | undefined;
+  /** Stops reading: the socket's buffers fill, and the service is left holding what it writes. */
+  pause(): void;
+  /** Starts reading a stream opened `paused`, or reading again after `pause()`. */
+  resume(): void;
   close(): void;
+}
+
+export interface EventStreamOptions {
+  /**
+   * Reads nothing of the stream until `resume()`: a client that stops reading, whose socket buffers
+   * fill and leave the service holding what it writes.
+   */
+  readonly paused?: boolean;
 }
 
 /**
  * Opens `url` as EventSource does (`Accept: text/event-stream`, plus any `headers`) and parses the
  * events as they come (the format of the HTML standard's server-sent events).
  */
-export function openEventStream(url: string, headers: Record<string, string> = {}): Promise<EventStreamClient> {
+export function openEventStream(url: string, headers: Record<string, string> = {}, { paused = false }: EventStreamOptions = {}): Promise<EventStreamClient> {
   return new Promise((resolve, reject) => {
     let req: ClientRequest;
     const events: ServerEvent[] = [];
@@ -35,12 +49,14 @@ export function openEventStream(url: string, headers: Record<string, string> = {
     let text = '';
     let pending = '';
     let current: Record<string, string> = {};
+    let lastEventId: string | undefined;
     let endedResolve: () => void = () => undefined;
     const ended = new Promise<void>((done) => (endedResolve = done));
     const take = (line: string): void => {
       if (line === '') {
         if (Object.keys(current).length > 0) {
           const event = current as ServerEvent;
+          if (event.id !== undefined) lastEventId = event.id;
           events.push(event);
           for (const waiter of waiters.filter((w) => w.match(event))) {
             waiters.splice(waiters.indexOf(waiter), 1);
@@ -61,13 +77,20 @@ export function openEventStream(url: string, headers: Record<string, string> = {
     };
     req = httpRequest(url, { headers: { Accept: 'text/event-stream', ...headers }, agent: false }, (res) => {
       res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        text += chunk;
-        pending += chunk;
-        const lines = pending.split(/\r\n|\r|\n/);
-        pending = lines.pop()!;
-        for (const line of lines) take(line);
-      });
+      let reading = false;
+      const read = (): void => {
+        if (reading) return;
+        reading = true;
+        res.on('data', (chunk: string) => {
+          text += chunk;
+          pending += chunk;
+          const lines = pending.split(/\r\n|\r|\n/);
+          pending = lines.pop()!;
+          for (const line of lines) take(line);
+        });
+      };
+      if (paused) res.pause();
+      else read();
       res.on('close', endedResolve);
       res.on('error', endedResolve);
       resolve({
@@ -87,6 +110,12 @@ export function openEventStream(url: string, headers: Record<string, string> = {
               fail(new Error(`the stream ended before such an event; got ${JSON.stringify(events)}`));
             });
           });
+        },
+        lastEventId: () => lastEventId,
+        pause: () => res.pause(),
+        resume: () => {
+          read();
+          res.resume();
         },
         close: () => req.destroy(),
       });

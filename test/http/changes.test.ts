@@ -6,6 +6,7 @@ import { changesOf, openEventStream } from '../helpers/event-stream.js';
 import { databaseUrl } from '../helpers/child-server.js';
 import { runCli } from '../helpers/cli.js';
 import { send } from '../helpers/http.js';
+import { insertLongNamedProducts } from '../helpers/many-products.js';
 import { outsideSql } from '../helpers/outside-sql.js';
 import { createProduct, uniqueBarcode } from '../helpers/products.js';
 import { startServer } from '../helpers/server.js';
@@ -262,14 +263,8 @@ describeEachStore('the live change feed: text/event-stream', { env: { CHANGE_STR
     socket.write(`GET /api/v2/shop/changes?since=${version} HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n\r\n`);
     socket.pause();
     await streamsOpen(1);
-    // Some twenty megabytes of changes in one statement: far more than the socket buffers and the
-    // service keep for one client.
-    const name = `'${'Long name '.repeat(19)}'`;
-    const series =
-      ctx.server.location.kind === 'sqlite'
-        ? `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 60000) SELECT ${name} || i, lower(${name}) || i, printf('29%011d', i), i FROM n`
-        : `SELECT ${name} || i, lower(${name}) || i, '29' || lpad(i::text, 11, '0'), i FROM generate_series(1, 60000) AS i`;
-    await outsideSql(ctx.server.location, `INSERT INTO product (name, name_folded, barcode, price_cents) ${series}`);
+    // Some twenty megabytes of changes in one statement.
+    await insertLongNamedProducts(ctx.server.location, 60_000);
     // The service lets it go (a paused socket only hears of it once it reads again).
     await streamsOpen(0);
     socket.destroy();

@@ -1,0 +1,162 @@
+import assert from 'node:assert/strict';
+import { constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { open, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { it, type TestContext } from 'node:test';
+import type { Product } from '../../src/catalogue/product.js';
+import type { DatabaseLocation } from '../../src/config.js';
+import type { CatalogueStore } from '../../src/storage/store.js';
+import { databaseUrl, runCommand, type Child, type ChildExit } from '../helpers/child-server.js';
+import { runCli, startCli } from '../helpers/cli.js';
+import { describeEachStore } from '../helpers/each-store.js';
+import { outsideSql } from '../helpers/outside-sql.js';
+import { passesWithin } from '../helpers/passes-within.js';
+import { uniqueBarcode } from '../helpers/products.js';
+
+/** Rows of the import held mid-way: its first step of 1,000 is written, the rest wait in the file. */
+const HELD_ROWS = 1_500;
+const FIRST_STEP = 1_000;
+
+function folder(t: TestContext): string {
+  const dir = mkdtempSync(join(tmpdir(), 'catalogue-bulk-wait-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** A fresh catalogue: the command's environment for it, a store over it, the products it holds. */
+interface Catalogue {
+  readonly location: DatabaseLocation;
+  readonly env: Record<string, string>;
+  readonly store: CatalogueStore;
+  readonly products: readonly Product[];
+}
+
+/** An import held mid-way, its bulk write under way. */
+interface HeldImport {
+  readonly child: Child;
+  /** The bulk write under way as the others name it: its owner, and when it started. */
+  readonly owner: string;
+  readonly startedAt: string;
+  /** Hands the import the rest of its rows; resolves with how it ended. */
+  finish(): Promise<ChildExit>;
+}
+
+/**
+ * Starts `catalogue import` of a named pipe and holds it mid-way, as a long import of a big file is:
+ * it reads and checks every row, starts its bulk write, writes its first step of 1,000 rows, and then
+ * waits for the rest of the file, which the test hands it only on `finish()`.
+ */
+async function startHeldImport(t: TestContext, { env, store, location }: Catalogue): Promise<HeldImport> {
+  const dir = mkdtempSync(join(tmpdir(), 'catalogue-held-import-'));
+  const file = join(dir, 'held.csv');
+  // An import that ends early leaves the pipe without a reader, and an open to write to it waiting for
+  // one: a reader of the test's own releases it, before the folder goes.
+  t.after(async () => {
+    await (await open(file, constants.O_RDONLY | constants.O_NONBLOCK)).close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  assert.equal((await runCommand({}, [file], { command: 'mkfifo' })).code, 0);
+  const rows = Array.from({ length: HELD_ROWS }, (_, i) => `Held ${i},${uniqueBarcode()},1.00\n`);
+  const before = (await store.describeCatalogue()).count;
+  const child = await startCli('import', [file], env);
+  t.after(() => child.process.kill('SIGKILL'));
+  const unlessEnded = <T>(step: Promise<T>): Promise<T> =>
+    Promise.race([step, child.exited.then(({ code, signal }) => assert.fail(`the import ended (${signal ?? code}) before it was held: ${child.stderr()}`))]);
+  // The check reads the whole file; then the bulk write starts, and opens the file again to write its rows.
+  await unlessEnded(writeFile(file, `name,barcode,price\n${rows.join('')}`));
+  let running: { owner: string; started_at: number | string } | undefined;
+  await passesWithin(30_000, async () => {
+    [running] = await outsideSql<{ owner: string; started_at: number | string }>(location, 'SELECT owner, started_at FROM bulk_write');
+    assert.ok(running !== undefined, 'the import has started its bulk write');
+  }, 20);
+  const pipe = await unlessEnded(open(file, 'w'));
+  t.after(() => pipe.close());
+  await pipe.write(`name,barcode,price\n${rows.slice(0, FIRST_STEP + 1).join('')}`);
+  await passesWithin(30_000, async () => assert.equal((await store.describeCatalogue()).count, before + FIRST_STEP), 20);
+  return {
+    child,
+    owner: running!.owner,
+    startedAt: new Date(Number(running!.started_at)).toISOString(),
+    finish: async () => {
+      await pipe.write(rows.slice(FIRST_STEP + 1).join(''));
+      await pipe.close();
+      return child.exited;
+    },
+  };
+}
+
+describeEachStore('bulk writes one at a time: --wait', { env: false, timeout: 120_000 }, (ctx) => {
+  /** A fresh catalogue of `count` products. */
+  const catalogue = async (t: TestContext, count: number): Promise<Catalogue> => {
+    const { location, open: openStore } = await ctx.freshDatabase(t);
+    const store = await openStore();
+    const products: Product[] = [];
+    for (let i = 0; i < count; i++) products.push(await store.createProduct({ name: `Before ${i}`, barcode: uniqueBarcode(), priceCents: 100 + i }));
+    return { location, env: { DATABASE_URL: databaseUrl(location) }, store, products };
+  };
+  const underWay = (held: HeldImport): string => `Another import is under way (${held.owner}, since ${held.startedAt}); one bulk write runs at a time. Try again when it has finished.`;
+
+  it('without --wait, stops at once while another bulk write is under way, naming it, and changes nothing', async (t) => {
+    const shop = await catalogue(t, 1);
+    const { env, store, products } = shop;
+    const held = await startHeldImport(t, shop);
+    assert.deepEqual(await runCli('remove', [products[0]!.barcode], env), { code: 1, stdout: '', stderr: `${underWay(held)} Nothing was removed.\n` });
+    assert.deepEqual(await store.findProduct(products[0]!.pk), products[0]);
+    assert.deepEqual(await held.finish(), { code: 0, signal: null });
+    assert.equal((await store.describeCatalogue()).count, 1 + HELD_ROWS);
+  });
+
+  it('with --wait, a price list and a removal wait for the import under way, saying so, and then run in turn', async (t) => {
+    const shop = await catalogue(t, 2);
+    const { env, store, products } = shop;
+    const [repriced, removed] = products as [Product, Product];
+    const prices = join(folder(t), 'prices.csv');
+    writeFileSync(prices, `name,barcode,price\nRepriced,${repriced.barcode},9.99\n`);
+    const held = await startHeldImport(t, shop);
+    const updating = await startCli('import', ['--update', '--wait', prices], env);
+    const removing = await startCli('remove', ['--wait=600', removed.barcode], env);
+    const waiting = `Waiting for the import started at ${held.startedAt} by ${held.owner} to finish`;
+    await passesWithin(30_000, async () => {
+      assert.equal(updating.stderr().split('\n')[0], `${waiting}…`);
+      assert.equal(removing.stderr().split('\n')[0], `${waiting} (at most 600 s)…`);
+    }, 20);
+    // Both wait: the import is still held, and nothing of theirs is written.
+    assert.deepEqual([updating.process.exitCode, removing.process.exitCode], [null, null]);
+    assert.deepEqual(await store.findProduct(repriced.pk), repriced);
+    assert.deepEqual(await store.findProduct(removed.pk), removed);
+
+    assert.deepEqual(await held.finish(), { code: 0, signal: null });
+    assert.deepEqual(await updating.exited, { code: 0, signal: null });
+    assert.deepEqual(await removing.exited, { code: 0, signal: null });
+    assert.equal(updating.stderr().trim().split('\n').at(-1), `Updated the catalogue from ${prices}: 0 added, 1 changed, 0 unchanged.`);
+    assert.equal(removing.stderr().trim().split('\n').at(-1), 'Removed 1 product.');
+    assert.deepEqual(await store.findProduct(repriced.pk), { ...repriced, name: 'Repriced', priceCents: 999 });
+    assert.equal(await store.findProduct(removed.pk), undefined);
+    assert.equal((await store.describeCatalogue()).count, 1 + HELD_ROWS);
+  });
+
+  it('with --wait=SECONDS, stops once SECONDS have passed with the bulk write still under way, exit status 1, having changed nothing', async (t) => {
+    const shop = await catalogue(t, 1);
+    const { env, store, products } = shop;
+    const held = await startHeldImport(t, shop);
+    assert.deepEqual(await runCli('remove', ['--wait=1', products[0]!.barcode], env), {
+      code: 1,
+      stdout: '',
+      stderr: `Waiting for the import started at ${held.startedAt} by ${held.owner} to finish (at most 1 s)…\n${underWay(held)} Waited 1 s for it to finish. Nothing was removed.\n`,
+    });
+    assert.deepEqual(await store.findProduct(products[0]!.pk), products[0]);
+    assert.deepEqual(await held.finish(), { code: 0, signal: null });
+  });
+
+  it('with --wait, undoes a bulk write whose process died first, as without, then runs', async (t) => {
+    const shop = await catalogue(t, 1);
+    const { env, store, products } = shop;
+    const held = await startHeldImport(t, shop);
+    held.child.process.kill('SIGKILL');
+    await held.child.exited;
+    assert.deepEqual(await runCli('remove', ['--wait=600', products[0]!.barcode], env), { code: 0, stdout: '', stderr: 'Removed 1 product.\n' });
+    // The killed import's first step is undone, and the product removed.
+    assert.equal((await store.describeCatalogue()).count, 0);
+  });
+});
