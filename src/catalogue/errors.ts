@@ -87,6 +87,17 @@ export class BulkWriteRunningError extends Error {
   }
 }
 
+/**
+ * A restore is under way: a product created now would be removed by it (with --replace) or take a pk
+ * its file holds, so creates are refused until it has finished or been undone.
+ */
+export class RestoreRunningError extends Error {
+  constructor() {
+    super('The catalogue is being restored from a backup; nothing was stored.');
+    this.name = 'RestoreRunningError';
+  }
+}
+
 /** A restore was asked to load into a catalogue that holds products, without being told to replace them. */
 export class CatalogueNotEmptyError extends Error {
   readonly count: number;

@@ -81,11 +81,18 @@ export async function importProductFile(store: CatalogueStore, path: string, opt
  * @throws UnreadableFileError, CatalogueNotEmptyError, DuplicateBarcodeError; nothing is restored then.
  */
 export async function restoreProductFile(store: CatalogueStore, path: string, options: RestoreFileOptions): Promise<RestoreResult> {
-  const { bad, highestPk } = await findBadRows(store, path, options.format, 'restore', (bytes) => options.onProgress?.('checking', bytes));
-  if (bad.length > 0) return { restored: 0, removed: 0, bad };
-  const batches = goodRows(path, options.format, 'restore', bad, (bytes) => options.onProgress?.('restoring', bytes)) as AsyncIterable<Product[]>;
+  let bad: BadRow[] = [];
+  // Checked once the restore holds the bulk write: creates are refused from then on (a create answered
+  // while the file is checked would otherwise be removed by the restore).
+  const check = async (): Promise<number | undefined> => {
+    const found = await findBadRows(store, path, options.format, 'restore', (bytes) => options.onProgress?.('checking', bytes));
+    bad = found.bad;
+    return bad.length > 0 ? undefined : found.highestPk;
+  };
+  const batches = goodRows(path, options.format, 'restore', [], (bytes) => options.onProgress?.('restoring', bytes)) as AsyncIterable<Product[]>;
   const { replace, onRemoved } = options;
-  return { ...(await store.restoreProducts(batches, { ...options.bulk, replace, highestPk, ...(onRemoved === undefined ? {} : { onRemoved }) })), bad };
+  const outcome = await store.restoreProducts(batches, { ...options.bulk, replace, check, ...(onRemoved === undefined ? {} : { onRemoved }) });
+  return { ...outcome, bad };
 }
 
 /** The file's good rows, read again, in batches: as products, with their pks when restoring. */

@@ -15,7 +15,9 @@ it, and must have a pk, each once: all of the file is restored, or nothing when 
 
 Into an empty catalogue only, unless --replace: then the products the catalogue holds are removed
 and the file's put in their place, all or nothing (in short steps, as an import writes: a failed or
-stopped restore is undone, the products there before put back).
+stopped restore is undone, the products there before put back). From before FILE is checked until
+the restore has finished, the running service refuses creates (503): a product created meanwhile
+would be removed, or take a pk FILE holds.
 
 The catalogue gets a new identity, which the change feed carries: every till keeping a copy in step
 with the feed starts its copy again (docs/API.md, "Keeping a copy in step").

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
-import { BulkWriteRunningError } from '../catalogue/errors.js';
+import { BulkWriteRunningError, RestoreRunningError } from '../catalogue/errors.js';
 import type { Database } from './schema.js';
 import type { StoreContext } from './store-context.js';
 import type { BulkWait } from './store.js';
@@ -26,6 +26,22 @@ const ROWS_PER_UNDO_STEP = 1_000;
 
 /** What a bulk write does, as an operator would name it. */
 export type BulkWriteKind = 'import' | 'price list' | 'removal' | 'restore';
+
+/**
+ * Whether a restore is under way (or being undone), in SQL: creates are refused meanwhile, from before
+ * the restore checks its file until it has finished, as a product created then would be removed by it.
+ */
+export const RESTORE_UNDER_WAY = "EXISTS (SELECT 1 FROM bulk_write WHERE kind = 'restore')";
+
+/**
+ * Refuses a create while a restore is under way; called in the create's transaction, once it holds
+ * the write lock (SQLite), so that the restore cannot start between this look and the commit.
+ * @throws RestoreRunningError
+ */
+export async function refuseWhileRestoring(trx: Kysely<Database>): Promise<void> {
+  const { rows } = await sql<{ restoring: number | boolean }>`SELECT ${sql.raw(RESTORE_UNDER_WAY)} AS restoring`.execute(trx);
+  if (Boolean(rows[0]?.restoring)) throw new RestoreRunningError();
+}
 
 /** What undoing a bulk write could not put back. */
 export interface UndoOutcome {

@@ -96,17 +96,26 @@ export class BulkWrites {
    * Restores products with their own pks, all or nothing (see `CatalogueStore.restoreProducts`): the
    * products there at the start are removed first when `replace` says so, in the same bulk write.
    */
-  async restoreProducts(batches: AsyncIterable<readonly Product[]>, { replace, highestPk, onRemoved, ...options }: RestoreOptions): Promise<RestoreOutcome> {
+  async restoreProducts(batches: AsyncIterable<readonly Product[]>, { replace, check, onRemoved, ...options }: RestoreOptions): Promise<RestoreOutcome> {
     const context = this.#context;
     let lastPk = 0;
-    // The first step: a create made while the restore runs must draw a pk above the backup's.
-    const begin = async (trx: Transaction<Database>): Promise<void> => {
-      const { count } = stateOf((await sql<StateRow>`${sql.raw(STATE_ROW)}`.execute(trx)).rows[0]);
-      if (count > 0 && !replace) throw new CatalogueNotEmptyError(count);
-      if (highestPk > 0) await context.dialect.reservePks(trx, highestPk);
-      await writeNewCatalogueId(trx);
-      const highest = await trx.selectFrom('product').select((eb) => eb.fn.max('pk').as('pk')).executeTakeFirst();
-      lastPk = Number(highest?.pk ?? 0);
+    let stopped = false;
+    // Creates are refused while the restore's bulk write is under way (RESTORE_UNDER_WAY): the
+    // products there when it checked its file are those there when it writes.
+    const begin = async (journal: BulkWriteJournal): Promise<void> => {
+      const highestPk = await check();
+      if (highestPk === undefined) {
+        stopped = true;
+        return;
+      }
+      await journal.step(async (trx) => {
+        const { count } = stateOf((await sql<StateRow>`${sql.raw(STATE_ROW)}`.execute(trx)).rows[0]);
+        if (count > 0 && !replace) throw new CatalogueNotEmptyError(count);
+        if (highestPk > 0) await context.dialect.reservePks(trx, highestPk);
+        await writeNewCatalogueId(trx);
+        const highest = await trx.selectFrom('product').select((eb) => eb.fn.max('pk').as('pk')).executeTakeFirst();
+        lastPk = Number(highest?.pk ?? 0);
+      });
     };
     // The products there now, a batch of pks at a time; those created from now on stay.
     async function* present(): AsyncGenerator<RestoreItem[]> {
@@ -121,6 +130,7 @@ export class BulkWrites {
       }
     }
     async function* items(): AsyncGenerator<readonly RestoreItem[]> {
+      if (stopped) return;
       if (replace) yield* present();
       for await (const batch of batches) yield batch.map((product) => ({ restore: product }));
     }
@@ -146,7 +156,7 @@ export class BulkWrites {
 
   /**
    * Runs a bulk write over `batches` in steps of up to ROWS_PER_STEP items, each `step` in a transaction
-   * of its own, its outcomes added up with `add`, after `begin` (a step of its own, if given). On any
+   * of its own, its outcomes added up with `add`, after `begin` (which may run steps of its own). On any
    * failure, the steps done are undone.
    */
   async #inSteps<Item, Outcome, Total>(
@@ -156,12 +166,12 @@ export class BulkWrites {
     empty: Total,
     step: (journal: BulkWriteJournal, trx: Transaction<Database>, chunk: readonly Item[]) => Promise<Outcome>,
     add: (total: Total, outcome: Outcome) => Total,
-    begin?: (trx: Transaction<Database>) => Promise<void>,
+    begin?: (journal: BulkWriteJournal) => Promise<void>,
   ): Promise<Total> {
     const journal = await BulkWriteJournal.start(this.#context, kind, options.wait);
     let chunk: readonly Item[] = [];
     try {
-      if (begin !== undefined) await journal.step(begin);
+      if (begin !== undefined) await begin(journal);
       let total = empty;
       for await (const batch of batches) {
         for (let start = 0; start < batch.length; start += ROWS_PER_STEP) {

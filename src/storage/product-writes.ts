@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
-import { DuplicateBarcodeError, IdempotencyKeyTakenError } from '../catalogue/errors.js';
+import { DuplicateBarcodeError, IdempotencyKeyTakenError, RestoreRunningError } from '../catalogue/errors.js';
+import { refuseWhileRestoring } from './bulk-write-journal.js';
 import type { NewProduct, Product } from '../catalogue/product.js';
 import { NEW_PRODUCT_COLUMNS, newProductRow, PRODUCT_COLUMNS, toProduct, type ProductRow } from './product-row.js';
 import type { Database } from './schema.js';
@@ -17,11 +18,17 @@ export class ProductWrites {
   async createProduct(product: NewProduct): Promise<Product> {
     const insert = this.#context.dialect.fastPaths?.insertProduct;
     try {
-      const row = insert === undefined ? await this.#context.writeDb.transaction().execute((trx) => insertIfFree(trx, product)) : await insert(product);
+      const row =
+        insert === undefined
+          ? await this.#context.writeDb.transaction().execute(async (trx) => {
+              await refuseWhileRestoring(trx);
+              return insertIfFree(trx, product);
+            })
+          : await insert(product);
       if (row === undefined) throw new DuplicateBarcodeError(product.barcode);
       return toProduct(row);
     } catch (error) {
-      if (error instanceof DuplicateBarcodeError) throw error;
+      if (error instanceof DuplicateBarcodeError || error instanceof RestoreRunningError) throw error;
       if (this.#context.isUniqueViolation(error)) throw new DuplicateBarcodeError(product.barcode);
       throw this.#context.translate(error);
     }
@@ -49,6 +56,7 @@ export class ProductWrites {
       const row = await this.#context.writeDb.transaction().execute(async (trx) => {
         // Writing first takes the write lock at once (SQLite), and keeps the table small.
         await trx.deleteFrom('idempotency_key').where('created_at', '<', expiredBefore.getTime()).execute();
+        await refuseWhileRestoring(trx);
         const row = await insertIfFree(trx, product, record.key);
         if (row === undefined) return undefined;
         await trx
@@ -59,6 +67,7 @@ export class ProductWrites {
       });
       if (row !== undefined) return toProduct(row);
     } catch (error) {
+      if (error instanceof RestoreRunningError) throw error;
       if (!this.#context.isUniqueViolation(error)) throw this.#context.translate(error);
       // Otherwise a concurrent request committed the same barcode or key after the guard looked.
     }

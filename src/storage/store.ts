@@ -132,8 +132,9 @@ export interface CatalogueStore {
   /**
    * Loads products with their own pks (a backup the export wrote): all or nothing, in short steps as
    * `insertProducts`. With `replace`, the products in the catalogue when it starts are removed first
-   * (in the same bulk write: undone with it); without, the catalogue must be empty. Before writing,
-   * pks up to `highestPk` are reserved (no create takes one meanwhile; later ones follow it) and the
+   * (in the same bulk write: undone with it); without, the catalogue must be empty. From before
+   * `check` until the restore has finished (or been undone), creates are refused (RestoreRunningError).
+   * Before writing, pks up to the highest `check` found are reserved (later creates follow it) and the
    * catalogue gets a new identity, so that copies kept through the change feed start again.
    * @throws CatalogueNotEmptyError when the catalogue holds products and `replace` is not set;
    *   BulkWriteRunningError; nothing is changed then. DuplicateBarcodeError when another writer took a
@@ -296,8 +297,12 @@ export interface BulkOptions {
 export interface RestoreOptions extends BulkOptions {
   /** Remove the products the catalogue holds; without it, a catalogue that holds any is refused. */
   readonly replace: boolean;
-  /** The highest pk among the products to restore (0: none). */
-  readonly highestPk: number;
+  /**
+   * Checks what is to be restored, once the restore holds the bulk write (creates are refused from
+   * then on) and before anything is written: resolves to the highest pk among the products (0: none),
+   * or `undefined` to stop the restore with nothing written.
+   */
+  check(): Promise<number | undefined>;
   /** With `replace`: told how many products each step removed, before the restored ones are written. */
   onRemoved?(products: number): void;
 }

@@ -4,7 +4,10 @@ import { BulkWriteRunningError, CatalogueNotEmptyError, DuplicateBarcodeError } 
 import type { NewProduct, Product } from '../../src/catalogue/product.js';
 import type { CatalogueStore } from '../../src/storage/store.js';
 import { describeEachStore } from '../helpers/each-store.js';
-import { uniqueBarcode } from '../helpers/products.js';
+import { postJson } from '../helpers/http.js';
+import { outsideSql } from '../helpers/outside-sql.js';
+import { createProduct, uniqueBarcode } from '../helpers/products.js';
+import { startServer } from '../helpers/server.js';
 import { storedProducts } from '../helpers/store-contents.js';
 import { CONTRACT_STORES } from '../helpers/stores.js';
 
@@ -34,23 +37,38 @@ describeEachStore('restoreProducts', { env: false, stores: CONTRACT_STORES }, (c
     const store = await ctx.freshStore(t);
     const before = await catalogueId(store);
     const products = backup(1_500, 5_000);
-    assert.deepEqual(await store.restoreProducts(inBatches(products, 400), { replace: false, highestPk: 5_000 }), { restored: 1_500, removed: 0 });
+    assert.deepEqual(await store.restoreProducts(inBatches(products, 400), { replace: false, check: async () => 5_000 }), { restored: 1_500, removed: 0 });
     assert.deepEqual(await storedProducts(store), products);
     assert.equal((await store.createProduct(newProduct('After'))).pk, 5_001);
     assert.notEqual(await catalogueId(store), before);
     assert.deepEqual(await store.describeCatalogue().then(({ count, version }) => ({ count, version })), { count: 1_501, version: 1_501 });
   });
 
-  it('gives a product created while the restore runs a pk above the backup\'s', async (t) => {
-    const store = await ctx.freshStore(t);
-    const products = backup(2_500, 9_000);
-    let created: Product | undefined;
-    const restoring = inBatches(products, 1_000, async (batch) => {
-      if (batch === 1) created = await store.createProduct(newProduct('Meanwhile'));
-    });
-    assert.deepEqual(await store.restoreProducts(restoring, { replace: false, highestPk: 9_000 }), { restored: 2_500, removed: 0 });
-    assert.equal(created?.pk, 9_001);
-    assert.deepEqual(await storedProducts(store), [...products, created]);
+  it('refuses creates over HTTP from before it checks its file until it has finished: no create answered 201 is removed by it', async (t) => {
+    const database = await ctx.freshDatabase(t);
+    const store = await database.open();
+    await store.insertProducts(inBatches(Array.from({ length: 30 }, (_, i) => product(i + 1)), 30));
+    const server = await startServer(database.location, {}, { storeOptions: ctx.testStore.storeOptions });
+    t.after(() => server.stop());
+    const answers: Array<{ status: number; retryAfter: unknown; detail: unknown }> = [];
+    const tryCreates = async (): Promise<void> => {
+      for (const headers of [{} as Record<string, string>, { 'Idempotency-Key': `during-restore-${process.pid}-${answers.length}` }]) {
+        const body = JSON.stringify({ name: 'Meanwhile', barcode: uniqueBarcode(), price: '1.00' });
+        const res = await postJson(`${server.url}/api/v1/shop/product/`, body, headers);
+        answers.push({ status: res.status, retryAfter: res.headers['retry-after'], detail: (res.json as { detail?: unknown }).detail });
+      }
+    };
+    const products = backup(1_500, 4_000);
+    const restoring = inBatches(products, 1_000, tryCreates);
+    const check = async (): Promise<number> => {
+      await tryCreates();
+      return 4_000;
+    };
+    assert.deepEqual(await store.restoreProducts(restoring, { replace: true, check }), { restored: 1_500, removed: 30 });
+    const refused = { status: 503, retryAfter: '5', detail: 'The catalogue is being restored from a backup; nothing was stored. Try again once the restore has finished.' };
+    assert.deepEqual(answers, [refused, refused, refused, refused]);
+    assert.deepEqual(await storedProducts(store), products);
+    assert.equal((await createProduct(server.url, { name: 'After' })).pk, 4_001);
   });
 
   it('refuses a catalogue that holds products unless told to replace them, and then replaces them all; pks never go back', async (t) => {
@@ -58,14 +76,14 @@ describeEachStore('restoreProducts', { env: false, stores: CONTRACT_STORES }, (c
     await store.insertProducts(inBatches(Array.from({ length: 1_200 }, (_, i) => product(i + 1)), 500));
     const there = await storedProducts(store);
     const products = backup(400, 1_000);
-    await assert.rejects(store.restoreProducts(inBatches(products, 500), { replace: false, highestPk: 1_000 }), (error: unknown) => {
+    await assert.rejects(store.restoreProducts(inBatches(products, 500), { replace: false, check: async () => 1_000 }), (error: unknown) => {
       assert.ok(error instanceof CatalogueNotEmptyError);
       assert.equal(error.message, 'The catalogue holds 1200 products; a restore loads into an empty catalogue unless told to replace what is there.');
       return true;
     });
     assert.deepEqual(await storedProducts(store), there);
 
-    assert.deepEqual(await store.restoreProducts(inBatches(products, 500), { replace: true, highestPk: 1_000 }), { restored: 400, removed: 1_200 });
+    assert.deepEqual(await store.restoreProducts(inBatches(products, 500), { replace: true, check: async () => 1_000 }), { restored: 400, removed: 1_200 });
     assert.deepEqual(await storedProducts(store), products);
     // 1,200 pks were drawn here before: none is drawn again.
     assert.equal((await store.createProduct(newProduct('After'))).pk, 1_201);
@@ -80,7 +98,7 @@ describeEachStore('restoreProducts', { env: false, stores: CONTRACT_STORES }, (c
       if (batch === 1) throw new Error('the backup file went away');
     });
     const undos: number[] = [];
-    await assert.rejects(store.restoreProducts(failing, { replace: true, highestPk: 3_000, onUndo: ({ steps }) => undos.push(steps) }), /the backup file went away/);
+    await assert.rejects(store.restoreProducts(failing, { replace: true, check: async () => 3_000, onUndo: ({ steps }) => undos.push(steps) }), /the backup file went away/);
     // The first step (the identity, the pks reserved), two of removal, one of the backup's first thousand products.
     assert.deepEqual(undos, [4]);
     assert.deepEqual(await storedProducts(store), there);
@@ -88,19 +106,20 @@ describeEachStore('restoreProducts', { env: false, stores: CONTRACT_STORES }, (c
     assert.equal(await store.insertProducts(inBatches([product(1, 'Next')], 1)), 1);
   });
 
-  it('refuses a barcode another writer took meanwhile, restoring nothing, and runs alone among bulk writes', async (t) => {
-    const store = await ctx.freshStore(t);
+  it('refuses a barcode written meanwhile behind the store\'s back, restoring nothing, and runs alone among bulk writes', async (t) => {
+    const database = await ctx.freshDatabase(t);
+    const store = await database.open();
     const products = backup(900, 2_000);
     const taking = inBatches(products, 500, async () => {
-      await store.createProduct({ name: 'Took it', barcode: products.at(-1)!.barcode, priceCents: 1 });
+      await outsideSql(database.location, `INSERT INTO product (name, name_folded, barcode, price_cents) VALUES ('Took it', 'took it', '${products.at(-1)!.barcode}', 1)`);
     });
-    await assert.rejects(store.restoreProducts(taking, { replace: false, highestPk: 2_000 }), (error: unknown) => error instanceof DuplicateBarcodeError && error.barcode === products.at(-1)!.barcode);
+    await assert.rejects(store.restoreProducts(taking, { replace: false, check: async () => 2_000 }), (error: unknown) => error instanceof DuplicateBarcodeError && error.barcode === products.at(-1)!.barcode);
     assert.deepEqual((await storedProducts(store)).map((p) => p.name), ['Took it']);
 
     const identity = await catalogueId(store);
     const other = await store.insertProducts(
       (async function* () {
-        await assert.rejects(store.restoreProducts(inBatches([product(1)], 1), { replace: true, highestPk: 1 }), BulkWriteRunningError);
+        await assert.rejects(store.restoreProducts(inBatches([product(1)], 1), { replace: true, check: async () => 1 }), BulkWriteRunningError);
         yield [newProduct('Imported')];
       })(),
     );

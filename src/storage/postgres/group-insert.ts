@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
-import { DuplicateBarcodeError } from '../../catalogue/errors.js';
+import { DuplicateBarcodeError, RestoreRunningError } from '../../catalogue/errors.js';
 import type { NewProduct } from '../../catalogue/product.js';
+import { RESTORE_UNDER_WAY } from '../bulk-write-journal.js';
 import { newProductRow, PRODUCT_SELECT, type ProductRow } from '../product-row.js';
 import type { Database } from '../schema.js';
 
@@ -50,8 +51,11 @@ export class PostgresGroupInsert {
     this.#inFlight = true;
     try {
       const input = group.map((waiting) => newProductRow(waiting.product));
-      const { rows } = await sql<ProductRow>`
-        WITH input AS (
+      // Whether a restore is under way is read in the insert's own snapshot, and said by a row of its
+      // own: a restore started after that snapshot treats this group as made before it.
+      const { rows: answer } = await sql<Partial<ProductRow> & { restoring: boolean }>`
+        WITH restoring AS (SELECT ${sql.raw(RESTORE_UNDER_WAY)} AS restoring),
+        input AS (
           SELECT name, name_folded, barcode, price_cents, ord
           FROM unnest(${input.map((row) => row.name)}::text[], ${input.map((row) => row.name_folded)}::text[],
                       ${input.map((row) => row.barcode)}::text[], ${input.map((row) => row.price_cents)}::bigint[])
@@ -61,11 +65,16 @@ export class PostgresGroupInsert {
           WHERE NOT EXISTS (SELECT 1 FROM product WHERE product.barcode = input.barcode)
           ORDER BY barcode, ord
         )
-        -- With its folded copy, so that the next search has no name to fold first.
-        INSERT INTO product (name, name_folded, barcode, price_cents)
-        SELECT name, name_folded, barcode, price_cents FROM fresh ORDER BY ord
-        ON CONFLICT (barcode) DO NOTHING
-        RETURNING ${PRODUCT_SELECT}`.execute(this.#db);
+        , inserted AS (
+          -- With its folded copy, so that the next search has no name to fold first.
+          INSERT INTO product (name, name_folded, barcode, price_cents)
+          SELECT name, name_folded, barcode, price_cents FROM fresh WHERE NOT (SELECT restoring FROM restoring) ORDER BY ord
+          ON CONFLICT (barcode) DO NOTHING
+          RETURNING ${PRODUCT_SELECT}
+        )
+        SELECT restoring.restoring, inserted.* FROM restoring LEFT JOIN inserted ON true`.execute(this.#db);
+      if (answer[0]?.restoring === true) throw new RestoreRunningError();
+      const rows = answer.filter((row): row is ProductRow & { restoring: boolean } => row.pk !== null && row.pk !== undefined);
       const stored = new Map(rows.map((row) => [row.barcode, row]));
       for (const waiting of group) {
         const row = stored.get(waiting.product.barcode);

@@ -1,5 +1,7 @@
 import type { SqliteConnection, SqliteStatement } from './driver.js';
+import { RestoreRunningError } from '../../catalogue/errors.js';
 import type { NewProduct } from '../../catalogue/product.js';
+import { RESTORE_UNDER_WAY } from '../bulk-write-journal.js';
 import { NEW_PRODUCT_COLUMNS, newProductRow, PRODUCT_COLUMNS, type ProductRow } from '../product-row.js';
 import { retryDelay, type SqliteWriteLock } from './write-lock.js';
 
@@ -36,6 +38,7 @@ export class GroupInsert {
   readonly #database: SqliteConnection;
   readonly #insert: SqliteStatement<[string, string, string, number], ProductRow>;
   readonly #lock: SqliteWriteLock;
+  readonly #restoring: SqliteStatement<[], { restoring: number }>;
   readonly #commit: SqliteStatement;
   readonly #rollback: SqliteStatement;
   #waiting: Waiting[] = [];
@@ -49,6 +52,7 @@ export class GroupInsert {
     this.#insert = database.prepare<[string, string, string, number], ProductRow>(
       `INSERT INTO product (${NEW_PRODUCT_COLUMNS.join(', ')}) VALUES (?, ?, ?, ?) RETURNING ${PRODUCT_COLUMNS.join(', ')}`,
     );
+    this.#restoring = database.prepare<[], { restoring: number }>(`SELECT ${RESTORE_UNDER_WAY} AS restoring`);
     this.#commit = database.prepare('COMMIT');
     this.#rollback = database.prepare('ROLLBACK');
   }
@@ -93,6 +97,8 @@ export class GroupInsert {
     const group = this.#takeGroup();
     const outcomes: Array<{ row: ProductRow } | { error: unknown }> = [];
     try {
+      // Read under the write lock: a restore cannot begin before this group commits.
+      if (this.#restoring.get()!.restoring !== 0) throw new RestoreRunningError();
       for (const { product } of group) {
         try {
           const row = newProductRow(product);
