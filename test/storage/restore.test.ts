@@ -4,7 +4,7 @@ import { BulkWriteRunningError, CatalogueNotEmptyError, DuplicateBarcodeError } 
 import type { NewProduct, Product } from '../../src/catalogue/product.js';
 import type { CatalogueStore } from '../../src/storage/store.js';
 import { describeEachStore } from '../helpers/each-store.js';
-import { postJson } from '../helpers/http.js';
+import { postJson, send } from '../helpers/http.js';
 import { outsideSql } from '../helpers/outside-sql.js';
 import { createProduct, uniqueBarcode } from '../helpers/products.js';
 import { startServer } from '../helpers/server.js';
@@ -69,6 +69,26 @@ describeEachStore('restoreProducts', { env: false, stores: CONTRACT_STORES }, (c
     assert.deepEqual(answers, [refused, refused, refused, refused]);
     assert.deepEqual(await storedProducts(store), products);
     assert.equal((await createProduct(server.url, { name: 'After' })).pk, 4_001);
+  });
+
+  it('shows no change of its own under the old identity: a till reading the feed at every step sees the new one with the first', async (t) => {
+    const database = await ctx.freshDatabase(t);
+    const store = await database.open();
+    await store.insertProducts(inBatches(Array.from({ length: 1_200 }, (_, i) => product(i + 1)), 1_200));
+    const server = await startServer(database.location, {}, { storeOptions: ctx.testStore.storeOptions });
+    t.after(() => server.stop());
+    const feed = async (): Promise<{ catalogue_id: string; version: number }> => (await send(`${server.url}/api/v2/shop/changes?since=0&limit=1`)).json as { catalogue_id: string; version: number };
+    const before = await feed();
+    const seen: Array<{ catalogue_id: string; version: number }> = [];
+    const restoring = inBatches(backup(2_500, 6_000), 1_000, async () => {
+      seen.push(await feed());
+    });
+    await store.restoreProducts(restoring, { replace: true, check: async () => (seen.push(await feed()), 6_000) });
+    seen.push(await feed());
+    // Every page past the version before the restore carries another identity than before.
+    assert.deepEqual(seen.filter((page) => page.version > before.version && page.catalogue_id === before.catalogue_id), []);
+    assert.equal(seen[0]!.catalogue_id, before.catalogue_id);
+    assert.ok(seen.length >= 4);
   });
 
   it('refuses a catalogue that holds products unless told to replace them, and then replaces them all; pks never go back', async (t) => {
