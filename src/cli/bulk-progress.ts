@@ -7,9 +7,12 @@ import type { BulkOptions, BulkWait } from '../storage/store.js';
  * `verbose` how long the write lock was held at most.
  */
 export function bulkProgress(verbose: boolean): BulkOptions {
+  const stop = stopOnSignals();
   return {
+    signal: stop,
     onUndo: ({ steps }) => {
-      if (steps > 0) console.error(`Undoing the ${steps} step${steps === 1 ? '' : 's'} already written…`);
+      // Stopped: the command's one line says it all.
+      if (steps > 0 && !stop.aborted) console.error(`Undoing the ${steps} step${steps === 1 ? '' : 's'} already written…`);
     },
     onFinished: ({ steps, longestMs }) => {
       if (verbose) console.error(`${steps} step${steps === 1 ? '' : 's'}; the write lock was held at most ${longestMs.toFixed(1)} ms at a time.`);
@@ -18,6 +21,34 @@ export function bulkProgress(verbose: boolean): BulkOptions {
       console.error(`Could not put back ${barcodes.length} removed product${barcodes.length === 1 ? '' : 's'} whose barcode another product took meanwhile: ${barcodes.join(', ')}.`);
     },
   };
+}
+
+/** A bulk command stopped by a signal (Ctrl-C, a service manager's stop): what it wrote was undone. */
+export class StoppedBySignal extends Error {
+  readonly signal: string;
+
+  constructor(signal: string) {
+    super(`Stopped by ${signal}`);
+    this.name = 'StoppedBySignal';
+    this.signal = signal;
+  }
+}
+
+/**
+ * Aborted by the first SIGINT or SIGTERM, so that the bulk write stops after its step and undoes what
+ * it wrote, all or nothing. A second one ends the process at once, as it would have without this (its
+ * bulk write is then undone by the next one, or by a running service).
+ */
+function stopOnSignals(): AbortSignal {
+  const controller = new AbortController();
+  const stop = (signal: NodeJS.Signals): void => {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+    controller.abort(new StoppedBySignal(signal));
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  return controller.signal;
 }
 
 /**

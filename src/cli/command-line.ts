@@ -6,6 +6,7 @@ import { errorCode, errorMessage } from '../error-details.js';
 import { SchemaNotCurrentError } from '../storage/migrations.js';
 import { openStore } from '../storage/open-store.js';
 import type { CatalogueStore } from '../storage/store.js';
+import { StoppedBySignal } from './bulk-progress.js';
 import { formatOfPath, UnreadableFileError, type FileFormat } from './product-rows.js';
 
 /** How long a command's write waits for the catalogue's write lock, at the least. */
@@ -146,7 +147,8 @@ export function fileToRead(parsed: ParsedArguments, verb: string): FileToRead {
 
 /** What a bulk command reading a file (`import`, `restore`) says when it failed; nothing was written then. */
 export function bulkFileFailure(error: unknown, path: string, command: 'import' | 'restore', waited = ''): CommandFailure {
-  const done = `${command}ed`;
+  const done = command === 'import' ? 'imported' : 'restored';
+  if (error instanceof StoppedBySignal) return new CommandFailure(`${error.message}; what was written is undone: nothing was ${done}.`);
   if (error instanceof UnreadableFileError) return new CommandFailure(`${path}: ${error.message.replace(/([^.])$/, '$1.')} Nothing was ${done}.`);
   if (error instanceof DuplicateBarcodeError) return new CommandFailure(`${error.message} It was added while the ${command} ran; nothing was ${done}.`);
   if (error instanceof BulkWriteRunningError) return new CommandFailure(`${error.message}${waited} Nothing was ${done}.`);

@@ -2,7 +2,7 @@ import { BulkWriteRunningError, UnknownBarcodesError } from '../catalogue/errors
 import { errorMessage } from '../error-details.js';
 import type { CatalogueStore } from '../storage/store.js';
 import { barcodeArguments, readBarcodeFile, type ListedBarcode } from './barcode-list.js';
-import { bulkProgress, bulkWait, waitedFor } from './bulk-progress.js';
+import { bulkProgress, bulkWait, StoppedBySignal, waitedFor } from './bulk-progress.js';
 import { CommandFailure, EXIT, openConfiguredStore, readArguments, readWaitSeconds, UsageError, type Command } from './command-line.js';
 import { UnreadableFileError } from './product-rows.js';
 
@@ -60,6 +60,7 @@ bulk write under way, or still under way after --wait=SECONDS, a database error)
       return EXIT.done;
     } catch (error) {
       if (error instanceof CommandFailure) throw error;
+      if (error instanceof StoppedBySignal) throw new CommandFailure(`${error.message}; what was written is undone: nothing was removed.`);
       if (error instanceof UnreadableFileError) throw new CommandFailure(`${error.message.replace(/([^.])$/, '$1.')} Nothing was removed.`);
       if (error instanceof UnknownBarcodesError) throw new CommandFailure(`${error.message} They were removed by another writer meanwhile; nothing was removed.`);
       if (error instanceof BulkWriteRunningError) throw new CommandFailure(`${error.message}${waitedFor(waitSeconds)} Nothing was removed.`);

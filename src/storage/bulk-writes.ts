@@ -103,7 +103,7 @@ export class BulkWrites {
     // Creates are refused while the restore's bulk write is under way (RESTORE_UNDER_WAY): the
     // products there when it checked its file are those there when it writes.
     const begin = async (journal: BulkWriteJournal): Promise<void> => {
-      const highestPk = await check();
+      const highestPk = await untilAborted(check(), options.signal);
       if (highestPk === undefined) {
         stopped = true;
         return;
@@ -173,8 +173,9 @@ export class BulkWrites {
     try {
       if (begin !== undefined) await begin(journal);
       let total = empty;
-      for await (const batch of batches) {
+      for await (const batch of stoppable(batches, options.signal)) {
         for (let start = 0; start < batch.length; start += ROWS_PER_STEP) {
+          options.signal?.throwIfAborted();
           chunk = batch.slice(start, start + ROWS_PER_STEP);
           const current = chunk;
           total = add(total, await journal.step((trx) => step(journal, trx, current)));
@@ -199,6 +200,40 @@ export class BulkWrites {
     const barcodes = chunk.flatMap(barcodeOf);
     const [stored] = await this.existingBarcodes(barcodes);
     return new DuplicateBarcodeError(stored ?? barcodes.find((b, i) => barcodes.indexOf(b) !== i) ?? barcodes[0] ?? '');
+  }
+}
+
+/** `promise`, or the signal's reason once it is aborted, whichever comes first. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return promise;
+  return new Promise<T>((resolve, reject) => {
+    const abort = (): void => reject(signal.reason);
+    if (signal.aborted) abort();
+    signal.addEventListener('abort', abort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', abort));
+  });
+}
+
+/**
+ * The batches of `source` until `signal` is aborted: a read of the next batch that is still waiting
+ * (a file on a slow disk, a pipe) fails with the signal's reason at once.
+ */
+async function* stoppable<T>(source: AsyncIterable<T>, signal: AbortSignal | undefined): AsyncGenerator<T> {
+  if (signal === undefined) return yield* source;
+  const iterator = source[Symbol.asyncIterator]();
+  let done = false;
+  try {
+    for (;;) {
+      const next = await untilAborted(iterator.next(), signal);
+      if (next.done === true) {
+        done = true;
+        return;
+      }
+      yield next.value;
+    }
+  } finally {
+    // Not awaited: a read still waiting ends it only once it returns.
+    if (!done) void iterator.return?.()?.catch(() => undefined);
   }
 }
 

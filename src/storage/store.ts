@@ -285,6 +285,11 @@ export interface BulkOptions {
    * write under way fails this one at once.
    */
   readonly wait?: BulkWait;
+  /**
+   * Stops the bulk write once aborted: between steps, or while the next rows are read; what it wrote
+   * is undone and it fails with the signal's reason.
+   */
+  readonly signal?: AbortSignal;
   /** It failed after `steps` steps, which are being undone now. */
   onUndo?(done: { readonly steps: number }): void;
   /** Done or undone: how many steps it had, and the longest any of them held the write lock. */

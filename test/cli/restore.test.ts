@@ -1,11 +1,15 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { it, type TestContext } from 'node:test';
 import { databaseUrl } from '../helpers/child-server.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, startCli } from '../helpers/cli.js';
 import { describeEachStore } from '../helpers/each-store.js';
+import { outsideSql } from '../helpers/outside-sql.js';
+import { passesWithin } from '../helpers/passes-within.js';
 import { uniqueBarcode } from '../helpers/products.js';
 
 function folder(t: TestContext): string {
@@ -103,4 +107,37 @@ describeEachStore('catalogue restore', { env: false, timeout: 120_000 }, (ctx) =
     assert.equal((await runCli('restore', [], env)).code, 2);
     assert.equal((await runCli('restore', ['--merge', file], env)).code, 2);
   });
+
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    it(`stopped by ${signal} once it has written rows, puts the catalogue back as it was and says so in one line`, async (t) => {
+      const database = await ctx.freshDatabase(t);
+      const env = { DATABASE_URL: databaseUrl(database.location) };
+      const dir = folder(t);
+      writeFileSync(join(dir, 'there.csv'), `name,barcode,price\nThere before,${uniqueBarcode()},3.00\nAlso there,${uniqueBarcode()},4.00\n`);
+      assert.equal((await runCli('import', [join(dir, 'there.csv')], env)).code, 0);
+      const before = (await runCli('export', [], env)).stdout;
+
+      // A pipe, read once to check and once to write: the test decides when its rows arrive.
+      const pipe = join(dir, 'backup.csv');
+      execFileSync('mkfifo', [pipe]);
+      const rows = Array.from({ length: 1_500 }, (_, i) => `${i + 10},Restored ${i + 1},${uniqueBarcode()},1.00`);
+      const child = await startCli('restore', ['--replace', pipe], env);
+      t.after(() => child.process.kill('SIGKILL'));
+      await writeFile(pipe, ['pk,name,barcode,price', ...rows, ''].join('\n'));
+      const writing = createWriteStream(pipe);
+      t.after(() => writing.destroy());
+      writing.write(['pk,name,barcode,price', ...rows.slice(0, 1_200), ''].join('\n'));
+      // The first thousand rows written, the rest not yet read: the products there before are gone.
+      await passesWithin(60_000, async () => {
+        const [row] = await outsideSql<{ n: number | string }>(database.location, "SELECT COUNT(*) AS n FROM product WHERE name LIKE 'Restored %'");
+        assert.equal(Number(row!.n), 1_000);
+      });
+      child.process.kill(signal);
+      // The read still waiting for the pipe's rows ends with it.
+      writing.end();
+      assert.deepEqual(await child.exited, { code: 1, signal: null });
+      assert.equal(child.stderr(), `Stopped by ${signal}; what was written is undone: nothing was restored.\n`);
+      assert.equal((await runCli('export', [], env)).stdout, before);
+    });
+  }
 });
