@@ -62,6 +62,17 @@ export class StoreBusyError extends Error {
   }
 }
 
+/**
+ * Every pk up to MAX_PK has been drawn: a new product would get a pk that a JSON number (a JavaScript
+ * number) cannot hold exactly. Nothing was stored.
+ */
+export class PksExhaustedError extends Error {
+  constructor(cause?: unknown) {
+    super('The catalogue has given out every pk up to 9007199254740991, the largest a JSON client reads exactly; nothing was stored.', { cause });
+    this.name = 'PksExhaustedError';
+  }
+}
+
 /** The database did not finish a statement within its time limit; what it did is undone. */
 export class StoreTimeoutError extends Error {
   constructor(what: string, cause: unknown) {

@@ -22,6 +22,9 @@ export type FieldErrors = Record<string, string[]>;
 export type NewProductCheck = { readonly ok: true; readonly product: NewProduct } | { readonly ok: false; readonly errors: FieldErrors };
 
 export const PRODUCT_FIELDS = ['name', 'barcode', 'price'] as const;
+
+/** The largest pk: 2^53 - 1, the largest whole number a JSON client (JavaScript) reads exactly. */
+export const MAX_PK = Number.MAX_SAFE_INTEGER;
 export const MAX_NAME_LENGTH = 200;
 
 const REQUIRED = 'This field is required.';

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
-import { DuplicateBarcodeError, InvalidProductError, RestoreRunningError, SearchCatchingUpError, StoreBusyError, StoreTimeoutError, StoreUnavailableError } from '../catalogue/errors.js';
+import { DuplicateBarcodeError, InvalidProductError, PksExhaustedError, RestoreRunningError, SearchCatchingUpError, StoreBusyError, StoreTimeoutError, StoreUnavailableError } from '../catalogue/errors.js';
 import { BODY_LIMIT_BYTES, UNSUPPORTED_MEDIA_TYPE } from './json-body.js';
 import { HttpProblem, sendProblem } from './problem.js';
 import { BUSY_RETRY_AFTER_SECONDS, STORE_RETRY_AFTER_SECONDS } from './responses.js';
@@ -29,6 +29,10 @@ export function useProblemErrors(app: FastifyInstance): void {
       request.log.warn({ err: error }, 'gave up waiting for the catalogue\'s write lock');
       reply.header('Retry-After', String(BUSY_RETRY_AFTER_SECONDS));
       return sendProblem(reply, 503, 'The catalogue is busy with another write; nothing was changed. Try again in a moment.');
+    }
+    if (error instanceof PksExhaustedError) {
+      request.log.error({ err: error.cause }, error.message);
+      return sendProblem(reply, 507, `${error.message} Products can no longer be created in this catalogue.`);
     }
     if (error instanceof RestoreRunningError) {
       reply.header('Retry-After', String(STORE_RETRY_AFTER_SECONDS));

@@ -185,6 +185,7 @@ export async function productsV1(app: FastifyInstance, { store, hits }: Products
             410: problemResponse('The Idempotency-Key created a product that has been removed since; it is not created again.'),
             422: problemResponse('The Idempotency-Key was already used with a different product.'),
             503: STORE_UNAVAILABLE,
+            507: problemResponse('Every pk up to 9007199254740991 (2^53 - 1, the largest a JSON client reads exactly) has been given out; nothing was stored.'),
           },
         },
       },

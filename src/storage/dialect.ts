@@ -66,6 +66,8 @@ export interface DialectErrors {
   isBusy(error: unknown): boolean;
   /** The statement ran past its time limit and was cancelled. */
   isTimeout(error: unknown): boolean;
+  /** A new product would have drawn a pk above MAX_PK (migration 0012). */
+  isPkExhausted(error: unknown): boolean;
 }
 
 /** Totals, since the store opened, of the waits of writes for another connection's write lock. */
@@ -109,6 +111,8 @@ export interface DialectMigrations {
   readonly searchAcrossWords: Migration;
   /** 0011: the notice of a new catalogue identity, where the database needs one (as 0004's for products). */
   readonly catalogueIdentity: Migration;
+  /** Refuses a pk above MAX_PK (PostgreSQL: the identity's MAXVALUE; SQLite: a trigger). */
+  readonly pkBound: Migration;
   /** The schema holding Kysely's bookkeeping tables, or `undefined` where the database has one. */
   migrationTableSchema(db: Kysely<unknown>): Promise<string | undefined>;
 }

@@ -195,6 +195,12 @@ function migrationsFor(dialect: StoreDialect): Record<string, Migration> {
         await db.schema.alterTable('catalogue_state').dropColumn('catalogue_id').execute();
       },
     },
+    '0012_pk_bound': {
+      // A pk is a JSON number, which JavaScript (every browser, the till) reads exactly only up to
+      // 2^53 - 1: a create past it is refused rather than answered with a pk its client cannot read back.
+      up: (db) => own.pkBound.up(db),
+      down: async (db) => own.pkBound.down?.(db),
+    },
   };
 }
 

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { StoreBusyError, StoreTimeoutError, StoreUnavailableError } from '../catalogue/errors.js';
+import { PksExhaustedError, StoreBusyError, StoreTimeoutError, StoreUnavailableError } from '../catalogue/errors.js';
 import type { StoreDialect } from './dialect.js';
 import type { Database } from './schema.js';
 
@@ -32,13 +32,14 @@ export class StoreContext {
   /**
    * The store's error for a driver's: StoreUnavailableError when the database cannot be reached,
    * StoreBusyError when a lock stayed taken too long, StoreTimeoutError (saying `what` timed out) when
-   * a statement ran past its limit; else the error itself.
+   * a statement ran past its limit, PksExhaustedError when no pk is left; else the error itself.
    */
   translate(error: unknown, what = 'a query'): unknown {
     const { errors } = this.dialect;
     if (errors.isConnectionFailure(error)) return new StoreUnavailableError(error);
     if (errors.isBusy(error)) return new StoreBusyError(undefined, error);
     if (errors.isTimeout(error)) return new StoreTimeoutError(what, error);
+    if (errors.isPkExhausted(error)) return new PksExhaustedError(error);
     return error;
   }
 

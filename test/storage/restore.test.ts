@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { BulkWriteRunningError, CatalogueNotEmptyError, DuplicateBarcodeError } from '../../src/catalogue/errors.js';
-import type { NewProduct, Product } from '../../src/catalogue/product.js';
+import { MAX_PK, type NewProduct, type Product } from '../../src/catalogue/product.js';
 import type { CatalogueStore } from '../../src/storage/store.js';
 import { describeEachStore } from '../helpers/each-store.js';
 import { postJson, send } from '../helpers/http.js';
@@ -89,6 +89,27 @@ describeEachStore('restoreProducts', { env: false, stores: CONTRACT_STORES }, (c
     assert.deepEqual(seen.filter((page) => page.version > before.version && page.catalogue_id === before.catalogue_id), []);
     assert.equal(seen[0]!.catalogue_id, before.catalogue_id);
     assert.ok(seen.length >= 4);
+  });
+
+  it('restores a pk of 2^53 - 1; a create after it is refused with 507, never given a pk a JSON client cannot read', async (t) => {
+    const database = await ctx.freshDatabase(t);
+    const store = await database.open();
+    const products = [product(1), { ...product(MAX_PK), priceCents: 199 }];
+    assert.deepEqual(await store.restoreProducts(inBatches(products, 2), { replace: false, check: async () => MAX_PK }), { restored: 2, removed: 0 });
+    const server = await startServer(database.location, {}, { storeOptions: ctx.testStore.storeOptions });
+    t.after(() => server.stop());
+    for (const headers of [{} as Record<string, string>, { 'Idempotency-Key': `past-the-last-pk-${process.pid}` }]) {
+      const res = await postJson(`${server.url}/api/v1/shop/product/`, JSON.stringify({ name: 'One too many', barcode: uniqueBarcode(), price: '1.00' }), headers);
+      assert.equal(res.status, 507, res.text);
+      assert.deepEqual(res.json, {
+        type: 'about:blank',
+        title: 'Insufficient Storage',
+        status: 507,
+        detail: 'The catalogue has given out every pk up to 9007199254740991, the largest a JSON client reads exactly; nothing was stored. Products can no longer be created in this catalogue.',
+      });
+    }
+    assert.deepEqual(await storedProducts(store), products);
+    assert.deepEqual((await send(`${server.url}/api/v1/shop/product/${MAX_PK}`)).json, { pk: MAX_PK, name: products[1]!.name, barcode: products[1]!.barcode, price: '1.99' });
   });
 
   it('refuses a catalogue that holds products unless told to replace them, and then replaces them all; pks never go back', async (t) => {

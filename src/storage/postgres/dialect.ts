@@ -204,6 +204,8 @@ export const postgresErrors: DialectErrors = {
   isBusy: (error) => errorCode(error) === '55P03',
   // statement_timeout fired (or an operator cancelled the statement).
   isTimeout: (error) => errorCode(error) === '57014',
+  // sequence_generator_limit_exceeded: the identity reached its MAXVALUE (migration 0012).
+  isPkExhausted: (error) => errorCode(error) === '2200H',
 };
 
 function isConnectionFailure(error: unknown): boolean {

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Migration } from 'kysely';
 import { MAX_PRICE_CENTS } from '../../catalogue/price.js';
+import { MAX_PK } from '../../catalogue/product.js';
 import type { DialectMigrations } from '../dialect.js';
 import { STATE_SLOTS } from '../schema.js';
 import { INDEXED_NAME } from './search.js';
@@ -87,6 +88,10 @@ export const postgresMigrations: DialectMigrations = {
   catalogueIdentity: {
     up: (db) => run(db, ['CREATE TRIGGER catalogue_identity_notice AFTER UPDATE OF catalogue_id ON catalogue_state FOR EACH STATEMENT EXECUTE FUNCTION catalogue_change_notice()']),
     down: (db) => run(db, ['DROP TRIGGER IF EXISTS catalogue_identity_notice ON catalogue_state']),
+  },
+  pkBound: {
+    up: (db) => run(db, [`ALTER TABLE product ALTER COLUMN pk SET MAXVALUE ${MAX_PK}`]),
+    down: (db) => run(db, ['ALTER TABLE product ALTER COLUMN pk SET NO MAXVALUE']),
   },
   // Kysely looks for its bookkeeping tables in every schema unless told which one; another schema's
   // tables in the same database would then pass for this one's.

@@ -7,7 +7,7 @@ import { STATE_ROW } from '../catalogue-state.js';
 import { PRODUCT_COLUMNS, type ProductRow } from '../product-row.js';
 import { openSqliteConnection, type SqliteConnection, type SqliteStatement } from './driver.js';
 import { GroupInsert } from './group-insert.js';
-import { sqliteMigrations } from './migrations.js';
+import { PK_BOUND_MESSAGE, sqliteMigrations } from './migrations.js';
 import { sqliteSearch } from './search.js';
 import { withStatementCache } from './statement-cache.js';
 import { LockWaitingSqliteDialect, SqliteWriteLock } from './write-lock.js';
@@ -166,6 +166,7 @@ export const sqliteErrors: DialectErrors = {
   isBusy: (error) => String(field(error, 'code')).startsWith('SQLITE_BUSY') || (Number(field(error, 'errcode')) & 0xff) === SQLITE_BUSY,
   // SQLite statements have no time limit.
   isTimeout: () => false,
+  isPkExhausted: (error) => error instanceof Error && error.message.includes(PK_BOUND_MESSAGE),
 };
 
 /** SQLite's result code for a database locked by another connection. */

@@ -1,6 +1,10 @@
 import { sql, type Kysely } from 'kysely';
 import { MAX_PRICE_CENTS } from '../../catalogue/price.js';
+import { MAX_PK } from '../../catalogue/product.js';
 import type { DialectMigrations } from '../dialect.js';
+
+/** What the trigger of migration 0012 says when a pk would pass MAX_PK; the store knows the error by it. */
+export const PK_BOUND_MESSAGE = `pk_bound: no pk is left up to ${MAX_PK}`;
 
 /** What SQLite's migrations write in its own SQL; the steps are storage/migrations.ts. */
 export const sqliteMigrations: DialectMigrations = {
@@ -43,6 +47,12 @@ export const sqliteMigrations: DialectMigrations = {
   searchAcrossWords: { up: async () => undefined, down: async () => undefined },
   // Nothing to write: a new identity is a commit, which shows in PRAGMA data_version.
   catalogueIdentity: { up: async () => undefined, down: async () => undefined },
+  // AFTER: in a BEFORE trigger a pk AUTOINCREMENT is still to draw reads -1.
+  pkBound: {
+    up: (db) => run(db, [`CREATE TRIGGER product_pk_bound AFTER INSERT ON product WHEN new.pk > ${MAX_PK}
+      BEGIN SELECT RAISE(ABORT, '${PK_BOUND_MESSAGE}'); END`]),
+    down: (db) => run(db, ['DROP TRIGGER IF EXISTS product_pk_bound']),
+  },
   // One database per file: Kysely's tables are in it.
   migrationTableSchema: async () => undefined,
 };
