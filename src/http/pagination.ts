@@ -62,7 +62,10 @@ export function wholeNumber(params: URLSearchParams, name: string, min: number, 
     errors[name] = [`${JSON.stringify(truncate(text))} is not ${expected}.`];
     return undefined;
   }
-  const value = text.length > SAFE_INTEGER_DIGITS && huge === 'largest' ? Number.MAX_SAFE_INTEGER : Number(text);
+  // Past 2^53 - 1 by its digits, not their count: 16 digits can pass it, and zeros before add none.
+  const digits = text.replace(/^0+(?=[0-9])/, '');
+  const beyond = digits.length > SAFE_INTEGER_DIGITS || !Number.isSafeInteger(Number(digits));
+  const value = beyond && huge === 'largest' ? Number.MAX_SAFE_INTEGER : Number(digits);
   if (value < min) {
     errors[name] = [`${name} must be ${min} or more; got ${text}.`];
     return undefined;

@@ -76,8 +76,9 @@ describeEachStore('v2 limit/offset pagination', { env: { PAGE_SIZE: '10', MAX_LI
     const page = await getPage(`${api}?limit=500`);
     assert.equal(page.results.length, 20);
     assert.equal(page.next, `${api}?limit=20&offset=20`);
-    const huge = await getPage(`${api}?limit=99999999999999999999999`);
-    assert.equal(huge.results.length, 20);
+    // Past 2^53 - 1 whatever the number of digits (16 digits can pass it), or with zeros before (still small).
+    for (const limit of ['99999999999999999999999', '9007199254740993', '9999999999999999']) assert.equal((await getPage(`${api}?limit=${limit}`)).results.length, 20, limit);
+    assert.equal((await getPage(`${api}?limit=00000000000000000003`)).results.length, 3);
   });
 
   it('answers an offset past the end with 200 and no results', async () => {
@@ -172,6 +173,12 @@ describeEachStore('v2 page-number pagination', { env: { PAGINATION: 'page-number
       status: 404,
       detail: 'Page 4 does not exist; the last page is 3.',
     });
+    // A page past 2^53 - 1 is past the last too, however it is written; a small one with zeros before is itself.
+    for (const page of ['9007199254740992', '9007199254740993', '9999999999999999', '99999999999999999999999']) {
+      const huge = await send(`${api}?page=${page}`);
+      assert.deepEqual([huge.status, (huge.json as { detail: string }).detail], [404, `Page ${page} does not exist; the last page is 3.`]);
+    }
+    assert.equal((await send(`${api}?page=00000000000000000002`)).status, 200);
   });
 
   for (const query of ['page=0', 'page=1.5', 'page=abc', 'page=-1', 'page=1e1', 'page=LAST', 'page=1&page=2']) {
