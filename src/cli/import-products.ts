@@ -1,4 +1,5 @@
 import { JsonNumber } from '../catalogue/json-number.js';
+import { truncate } from '../catalogue/truncate.js';
 import { checkNewProduct, type FieldErrors, type NewProduct, type Product } from '../catalogue/product.js';
 import type { BulkOptions, CatalogueStore, PriceListOutcome, RestoreOutcome } from '../storage/store.js';
 import { PK_COLUMN, readProductRows, type FileFormat, type RowPosition, type SourceRow } from './product-rows.js';
@@ -102,7 +103,7 @@ async function* goodRows(path: string, format: FileFormat, use: FileUse, bad: re
   let batch: NewProduct[] = [];
   for await (const row of readProductRows(path, format, onBytes)) {
     if (badRows.has(row.index)) continue;
-    const checked = checkRow(row, use);
+    const checked = checkRow(row, use, format);
     if (!checked.ok) throw new Error(`The row at ${row.at} changed while it was being imported.`);
     batch.push(checked.product);
     if (batch.length >= BATCH_ROWS) {
@@ -135,7 +136,7 @@ async function findBadRows(
   };
 
   for await (const row of readProductRows(path, format, onBytes)) {
-    const checked = checkRow(row, use);
+    const checked = checkRow(row, use, format);
     if (!checked.ok) {
       bad.push({ index: row.index, at: row.at, reason: checked.reason });
       continue;
@@ -166,19 +167,23 @@ async function findBadRows(
 }
 
 /** A row as a product (with its pk when restoring: required then; otherwise a pk is ignored), or why it is bad. */
-function checkRow(row: SourceRow, use: FileUse): { ok: true; product: NewProduct | Product } | { ok: false; reason: string } {
+function checkRow(row: SourceRow, use: FileUse, format: FileFormat): { ok: true; product: NewProduct | Product } | { ok: false; reason: string } {
   if ('problem' in row) return { ok: false, reason: row.problem };
   const { [PK_COLUMN]: pk, ...fields } = row.fields;
   const checked = checkNewProduct(fields);
-  const pkProblem = use === 'restore' ? checkPk(pk, Object.hasOwn(row.fields, PK_COLUMN)) : undefined;
+  const pkProblem = use === 'restore' ? checkPk(pk, Object.hasOwn(row.fields, PK_COLUMN), format) : undefined;
   if (!checked.ok) return { ok: false, reason: describe(pkProblem === undefined ? checked.errors : { [PK_COLUMN]: [pkProblem], ...checked.errors }) };
   if (pkProblem !== undefined) return { ok: false, reason: describe({ [PK_COLUMN]: [pkProblem] }) };
   return { ok: true, product: use === 'restore' ? { pk: Number(pkText(pk)), ...checked.product } : checked.product };
 }
 
-/** Why a row's pk cannot be restored, or `undefined` when it can: a whole number from 1 in plain digits. */
-function checkPk(value: unknown, given: boolean): string | undefined {
+/**
+ * Why a row's pk cannot be restored, or `undefined` when it can: a whole number from 1 in plain digits,
+ * in JSON a number (an export writes one; a string is some other program's).
+ */
+function checkPk(value: unknown, given: boolean, format: FileFormat): string | undefined {
   if (!given) return 'This field is required: a restore keeps every product\'s pk (an export writes them).';
+  if (format === 'json' && typeof value === 'string') return `${JSON.stringify(truncate(value))} is a string; a pk is a JSON number, a whole number from 1 without quotes.`;
   const text = pkText(value);
   if (text === undefined || !/^[1-9][0-9]*$/.test(text)) return `${text === undefined ? 'This' : JSON.stringify(text)} is not a pk; a pk is a whole number from 1, in plain digits.`;
   if (Number(text) > Number.MAX_SAFE_INTEGER) return `${text} is larger than the largest pk, ${Number.MAX_SAFE_INTEGER}.`;

@@ -108,6 +108,33 @@ describeEachStore('catalogue restore', { env: false, timeout: 120_000 }, (ctx) =
     assert.equal((await runCli('restore', ['--merge', file], env)).code, 2);
   });
 
+  it('refuses a JSON pk written as a string and a pk past 2^53 - 1, naming their lines; a failed restore says "restored"', async (t) => {
+    const env = await freshEnv(t);
+    const dir = folder(t);
+    const file = join(dir, 'other-program.json');
+    const item = (pk: string): string => `{"pk": ${pk}, "name": "Item", "barcode": "${uniqueBarcode()}", "price": "1.00"}`;
+    writeFileSync(file, `[\n${[item('"1"'), item('9007199254740991'), item('9007199254740992'), item('3')].join(',\n')}\n]\n`);
+    assert.deepEqual(await runCli('restore', [file], env), {
+      code: 1,
+      stdout: '',
+      stderr: [
+        'line 2, item 1: pk: "1" is a string; a pk is a JSON number, a whole number from 1 without quotes.',
+        'line 4, item 3: pk: 9007199254740992 is larger than the largest pk, 9007199254740991.',
+        '2 rows are not valid; nothing was restored. A restore takes the whole file: fix them first.',
+        '',
+      ].join('\n'),
+    });
+    const csv = join(dir, 'big.csv');
+    writeFileSync(csv, `pk,name,barcode,price\n99999999999999999999,Far,${uniqueBarcode()},1.00\n`);
+    assert.equal((await runCli('restore', [csv], env)).stderr, 'line 2: pk: 99999999999999999999 is larger than the largest pk, 9007199254740991.\n1 row is not valid; nothing was restored. A restore takes the whole file: fix them first.\n');
+    const notJson = join(dir, 'not.json');
+    writeFileSync(notJson, '{"pk": 1}');
+    const unreadable = await runCli('restore', [notJson], env);
+    assert.equal(unreadable.code, 1);
+    assert.match(unreadable.stderr, /^[^\n]*\. Nothing was restored\.\n$/);
+    assert.equal((await runCli('export', [], env)).stdout, 'pk,name,barcode,price\n');
+  });
+
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     it(`stopped by ${signal} once it has written rows, puts the catalogue back as it was and says so in one line`, async (t) => {
       const database = await ctx.freshDatabase(t);
