@@ -32,21 +32,23 @@ export async function createProductOnce(request: FastifyRequest, store: Catalogu
   const now = new Date();
   const cutoff = new Date(now.getTime() - IDEMPOTENCY_TTL_MS);
   const earlier = await store.findKeyedCreation(key, cutoff);
-  if (earlier !== undefined) return replay(earlier, fingerprint);
+  if (earlier !== undefined) return replay(earlier, fingerprint, product);
   try {
     return { product: await store.createKeyedProduct(product, { key, fingerprint, createdAt: now }, cutoff), replayed: false };
   } catch (error) {
     // A concurrent request with this key won the race; then this one is its retry.
-    if (error instanceof IdempotencyKeyTakenError) return replay(error.creation, fingerprint);
+    if (error instanceof IdempotencyKeyTakenError) return replay(error.creation, fingerprint, product);
     throw error;
   }
 }
 
 /**
  * The answer to a request repeating an earlier key: the product it created, as it is now. A product
- * removed since has no answer to repeat, and creating it again would undo the removal: 410.
+ * removed since has no answer to repeat, and creating it again would undo the removal: 410. So does
+ * one whose pk another product holds now (a backup restored since, from before it or another
+ * catalogue): its barcode, which nothing else changes, is not the request's.
  */
-function replay(earlier: KeyedCreation, fingerprint: string): Creation {
+function replay(earlier: KeyedCreation, fingerprint: string, requested: NewProduct): Creation {
   if (earlier.fingerprint !== fingerprint) {
     throw new HttpProblem(422, 'This Idempotency-Key was already used for a different product; use a new key for a new product.', {
       errors: { 'Idempotency-Key': ['Already used with a different body.'] },
@@ -55,6 +57,11 @@ function replay(earlier: KeyedCreation, fingerprint: string): Creation {
   if (earlier.product === undefined) {
     throw new HttpProblem(410, `The product this Idempotency-Key created (pk ${earlier.pk}) has been removed from the catalogue since; it is not created again.`, {
       errors: { 'Idempotency-Key': ['Its product has been removed.'] },
+    });
+  }
+  if (earlier.product.barcode !== requested.barcode) {
+    throw new HttpProblem(410, `The product this Idempotency-Key created (pk ${earlier.pk}) is no longer in the catalogue: a restored backup put another product under its pk since. It is not created again.`, {
+      errors: { 'Idempotency-Key': ['Its product is no longer in the catalogue.'] },
     });
   }
   return { product: earlier.product, replayed: true };

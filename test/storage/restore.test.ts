@@ -112,6 +112,33 @@ describeEachStore('restoreProducts', { env: false, stores: CONTRACT_STORES }, (c
     assert.deepEqual((await send(`${server.url}/api/v1/shop/product/${MAX_PK}`)).json, { pk: MAX_PK, name: products[1]!.name, barcode: products[1]!.barcode, price: '1.99' });
   });
 
+  it('answers a retry keyed for a product whose pk a restore gave another product with 410, never the other product', async (t) => {
+    const database = await ctx.freshDatabase(t);
+    const store = await database.open();
+    const server = await startServer(database.location, {}, { storeOptions: ctx.testStore.storeOptions });
+    t.after(() => server.stop());
+    const key = { 'Idempotency-Key': `before-the-restore-${process.pid}` };
+    const body = JSON.stringify({ name: 'Keyed', barcode: uniqueBarcode(), price: '1.00' });
+    const created = await postJson(`${server.url}/api/v1/shop/product/`, body, key);
+    assert.equal(created.status, 201);
+    const { pk } = created.json as { pk: number };
+    // A backup from another catalogue, whose product with that pk is another one.
+    const other = product(pk, 'Another product');
+    await store.restoreProducts(inBatches([other], 1), { replace: true, check: async () => pk });
+    const retried = await postJson(`${server.url}/api/v1/shop/product/`, body, key);
+    assert.deepEqual([retried.status, retried.json], [
+      410,
+      {
+        type: 'about:blank',
+        title: 'Gone',
+        status: 410,
+        detail: `The product this Idempotency-Key created (pk ${pk}) is no longer in the catalogue: a restored backup put another product under its pk since. It is not created again.`,
+        errors: { 'Idempotency-Key': ['Its product is no longer in the catalogue.'] },
+      },
+    ]);
+    assert.deepEqual(await storedProducts(store), [other]);
+  });
+
   it('refuses a catalogue that holds products unless told to replace them, and then replaces them all; pks never go back', async (t) => {
     const store = await ctx.freshStore(t);
     await store.insertProducts(inBatches(Array.from({ length: 1_200 }, (_, i) => product(i + 1)), 500));
