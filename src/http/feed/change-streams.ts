@@ -1,9 +1,9 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { CatalogueStore, Change } from '../storage/store.js';
-import { Turns } from '../turns.js';
+import type { CatalogueStore, Change } from '../../storage/store.js';
+import { Turns } from '../../turns.js';
 import { StreamMemory } from './stream-memory.js';
-import { changeWire } from './wire.js';
+import { changeWire } from '../contract/wire.js';
 
 /** Changes read per query, while a stream catches up and while new ones are passed on. */
 const CHANGES_PER_READ = 1_000;

@@ -1,9 +1,9 @@
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { type AnswerHeaders, requestId } from './answer-headers.js';
+import { type AnswerHeaders, requestId } from '../contract/answer-headers.js';
 import { type CachedAnswers, notModified } from './cached-answers.js';
-import { STOP_BEGINS } from './connection/stop.js';
-import { countHeader, isValidHost } from './request-address.js';
+import { STOP_BEGINS } from '../connection/stop.js';
+import { countHeader, isValidHost } from '../guards/request-address.js';
 
 /** What a request to a route with kept answers is, for its key: the target as sent and the parts the key may need. */
 export interface HitTarget {

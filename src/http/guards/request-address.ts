@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { HitTarget } from './kept-hits.js';
-import type { FieldErrors } from '../catalogue/product.js';
-import { HttpProblem } from './problem.js';
+import type { HitTarget } from '../answers/kept-hits.js';
+import type { FieldErrors } from '../../catalogue/product.js';
+import { HttpProblem } from '../contract/problem.js';
 
 /** A host name, IPv4 or bracketed IPv6 address, and an optional port: nothing a URL could misread. */
 const HOST_AND_PORT = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~-]+)(?::([0-9]{1,5}))?$/;
