@@ -1,22 +1,22 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { InvalidProductError } from '../catalogue/errors.js';
-import { JsonNumber } from '../catalogue/json-number.js';
-import { checkNewProduct, type Product } from '../catalogue/product.js';
-import type { CatalogueStore } from '../storage/store.js';
-import { BODY_LIMIT_BYTES, UNSUPPORTED_MEDIA_TYPE } from './json-body.js';
+import { InvalidProductError } from '../../catalogue/errors.js';
+import { JsonNumber } from '../../catalogue/json-number.js';
+import { checkNewProduct, type Product } from '../../catalogue/product.js';
+import type { CatalogueStore } from '../../storage/store.js';
+import { BODY_LIMIT_BYTES, UNSUPPORTED_MEDIA_TYPE } from '../guards/json-body.js';
 import Type from 'typebox';
-import { createProductOnce } from './idempotency.js';
-import { HttpProblem } from './problem.js';
+import { createProductOnce } from '../guards/idempotency.js';
+import { HttpProblem } from '../contract/problem.js';
 import { resource } from './resource.js';
-import { SAFE_INTEGER_DIGITS } from './pagination.js';
-import { CachedAnswers, serializeOk } from './cached-answers.js';
-import { ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
-import { ProductListSchema } from './schemas.js';
-import { productWire } from './wire.js';
-import { FILTER_QUERY, hasFilter, productFilter } from './filters.js';
-import { requestAddress } from './request-address.js';
-import type { KeptHits } from './kept-hits.js';
+import { SAFE_INTEGER_DIGITS } from '../contract/pagination.js';
+import { CachedAnswers, serializeOk } from '../answers/cached-answers.js';
+import { ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from '../contract/responses.js';
+import { ProductListSchema } from '../contract/schemas.js';
+import { productWire } from '../contract/wire.js';
+import { FILTER_QUERY, hasFilter, productFilter } from '../contract/filters.js';
+import { requestAddress } from '../guards/request-address.js';
+import type { KeptHits } from '../answers/kept-hits.js';
 
 /** Rows fetched per query while the whole list is streamed. */
 const LIST_BATCH = 2_000;
