@@ -111,7 +111,7 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   workerGroup?.answerWith({ metrics: metrics.figures, ready: () => store.ping(), shedStreamBytes: (bytes) => streams.shed(bytes) });
   await app.register(health, { store, workerGroup });
   await app.register(webPage);
-  if (config.rateLimit !== undefined) await useRateLimit(app, config.rateLimit, workerGroup);
+  const countRequest = config.rateLimit === undefined ? undefined : await useRateLimit(app, config.rateLimit, workerGroup);
   if (config.apiToken !== undefined) useWriteToken(app, config.apiToken);
   await app.register(productsV1, { store, hits });
   await app.register(productsV2, {
@@ -122,11 +122,15 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
     maxLimit: config.maxLimit,
   });
   await app.register(changes, { store, streams });
-  // A hit answered ahead of Fastify is not logged and not counted by the rate limit: with either, hits
-  // go through Fastify like every request.
-  if (config.rateLimit === undefined && !REQUEST_LOG_LEVELS.has(app.log.level)) {
-    hits.serve({ answerHeaders, counterOf: metrics.counterOf, underPressure });
-  }
+  // A hit answered ahead of Fastify is logged and counted by the rate limit as Fastify would (kept-hits.ts).
+  hits.serve({
+    answerHeaders,
+    counterOf: metrics.counterOf,
+    underPressure,
+    ...(REQUEST_LOG_LEVELS.has(app.log.level) ? { requestLog: app.log } : {}),
+    ...(countRequest === undefined ? {} : { countRequest }),
+    trustsProxy: config.trustProxy !== false,
+  });
   return app;
 }
 

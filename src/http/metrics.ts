@@ -51,7 +51,7 @@ export function useMetrics(app: FastifyInstance, store: CatalogueStore, streams:
   });
   new Counter({
     name: 'http_requests_answered_before_routing_total',
-    help: 'Of the answered requests, those answered with a kept answer before routing (at LOG_LEVEL warn and above, without RATE_LIMIT).',
+    help: 'Of the answered requests, those answered with a kept answer before routing.',
     registers: [registry],
     collect() {
       this.reset();
