@@ -14,7 +14,8 @@ import { useMetrics } from './http/metrics.js';
 import { changes } from './http/changes.js';
 import { ChangeStreams } from './http/change-streams.js';
 import { declareOverloadAnswer, useOverloadRefusal } from './http/overload.js';
-import { productsV1 } from './http/products-v1.js';
+import { productsV1, type WholeListSettings } from './http/products-v1.js';
+import { WholeLists } from './http/list-stream.js';
 import { useHostCheck } from './http/request-address.js';
 import { usePageMethods } from './http/resource.js';
 import { productsV2 } from './http/products-v2.js';
@@ -39,6 +40,8 @@ export interface AppOptions {
    * metrics and readiness then cover all of them.
    */
   readonly workerGroup?: WorkerGroup;
+  /** Where the v1 list stops being kept whole and how many rows a streamed one reads per step: the defaults unless a test needs a short streamed list. */
+  readonly wholeList?: WholeListSettings;
 }
 
 /**
@@ -46,7 +49,7 @@ export interface AppOptions {
  *
  * @example const app = await buildApp({ config: loadConfig({}), store }); await app.listen({ port: 0 });
  */
-export async function buildApp({ config, store, logger = false, refuseWhenOverloaded = true, workerGroup }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, store, logger = false, refuseWhenOverloaded = true, workerGroup, wholeList }: AppOptions): Promise<FastifyInstance> {
   // Last-Event-ID: EventSource sends it when it resumes a change stream, from a page on any origin.
   const allowedHeaders = ['Content-Type', 'Idempotency-Key', 'Last-Event-ID'];
   if (config.apiToken !== undefined) allowedHeaders.push('Authorization');
@@ -107,13 +110,14 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
     streams.closeAll();
     done();
   });
-  const metrics = useMetrics(app, store, streams, hits, workerGroup);
+  const lists = new WholeLists();
+  const metrics = useMetrics(app, store, { streams, hits, lists }, workerGroup);
   workerGroup?.answerWith({ metrics: metrics.figures, ready: () => store.ping(), shedStreamBytes: (bytes) => streams.shed(bytes) });
   await app.register(health, { store, workerGroup });
   await app.register(webPage);
   const countRequest = config.rateLimit === undefined ? undefined : await useRateLimit(app, config.rateLimit, workerGroup);
   if (config.apiToken !== undefined) useWriteToken(app, config.apiToken);
-  await app.register(productsV1, { store, hits });
+  await app.register(productsV1, { store, hits, lists, ...(wholeList === undefined ? {} : { wholeList }) });
   await app.register(productsV2, {
     store,
     hits,
