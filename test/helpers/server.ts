@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { buildApp } from '../../src/app.js';
-import type { WholeListSettings } from '../../src/http/products-v1.js';
+import type { WholeListSettings } from '../../src/http/routes/products-v1.js';
 import { closeConnectionsOnStop } from '../../src/http/connection/stop.js';
 import { loadConfig, type Config, type DatabaseLocation } from '../../src/config.js';
 import { openStore, type StoreOptions } from '../../src/storage/open-store.js';

@@ -8,9 +8,9 @@ import { send, type RawResponse } from '../helpers/http.js';
 import { createProduct } from '../helpers/products.js';
 import { rawExchange } from '../helpers/raw-socket.js';
 import { startServer, type RunningServer, type ServerOptions } from '../helpers/server.js';
-import { loggerOptions } from '../../src/http/logging.js';
+import { loggerOptions } from '../../src/http/observability/logging.js';
 
-// Answers kept by the routes are written from the server's request listener, before Fastify (src/http/kept-hits.ts).
+// Answers kept by the routes are written from the server's request listener, before Fastify (src/http/answers/kept-hits.ts).
 // These servers run in the test's process without request logging, as the service does at LOG_LEVEL=warn,
 // so that the early path is on whatever TEST_WORKERS says.
 

@@ -1,13 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import type { CatalogueStore, WriteWaits } from '../storage/store.js';
-import type { WorkerGroup } from '../workers/worker-group.js';
-import type { ChangeStreams } from './change-streams.js';
-import type { KeptHits } from './kept-hits.js';
-import type { WholeLists } from './list-stream.js';
+import type { CatalogueStore, WriteWaits } from '../../storage/store.js';
+import type { WorkerGroup } from '../../workers/worker-group.js';
+import type { ChangeStreams } from '../feed/change-streams.js';
+import type { KeptHits } from '../answers/kept-hits.js';
+import type { WholeLists } from '../answers/list-stream.js';
 import { LatencyHistogram, type LatencySeries } from './latency-histogram.js';
-import { HttpProblem } from './problem.js';
-import { resource } from './resource.js';
+import { HttpProblem } from '../contract/problem.js';
+import { resource } from '../routes/resource.js';
 
 /** Seconds; from a cached read to a slow full listing. */
 const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];

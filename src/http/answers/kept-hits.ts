@@ -1,20 +1,10 @@
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
-import { type AnswerHeaders, requestId } from './answer-headers.js';
+import { type AnswerHeaders, requestId } from '../contract/answer-headers.js';
 import { type CachedAnswers, type KeptForm, notModified } from './cached-answers.js';
-import { STOP_BEGINS } from './connection/stop.js';
-import { countHeader, isValidHost } from './request-address.js';
-
-/** What a request to a route with kept answers is, for its key: the target as sent and the parts the key may need. */
-export interface HitTarget {
-  /** The request target as sent, query included (origin form). */
-  readonly url: string;
-  /** The last path segment, for a route that ends in a parameter (`/product/:pk`); else empty. */
-  readonly param: string;
-  /** `http://` and the `Host` the client sent: what the links in an answer start with. */
-  readonly base: string;
-}
+import { STOP_BEGINS } from '../connection/stop.js';
+import { countHeader, type HitTarget, isValidHost } from '../guards/request-address.js';
 
 /** A route whose answers a `CachedAnswers` keeps, as the listener finds them. */
 export interface HitRoute {

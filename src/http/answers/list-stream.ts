@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
-import type { Product } from '../catalogue/product.js';
-import { nextTurn } from '../turns.js';
-import { productWire } from './wire.js';
+import type { Product } from '../../catalogue/product.js';
+import { nextTurn } from '../../turns.js';
+import { productWire } from '../contract/wire.js';
 
 /**
  * Rows read per step of a streamed list. A step's read, on SQLite, holds the one thread: about 500 rows

@@ -1,11 +1,11 @@
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { RateLimit } from '../config.js';
-import type { WorkerGroup } from '../workers/worker-group.js';
-import type { LimitedClient } from './kept-hits.js';
+import type { RateLimit } from '../../config.js';
+import type { WorkerGroup } from '../../workers/worker-group.js';
+import type { LimitedClient } from '../answers/kept-hits.js';
 import Type from 'typebox';
-import { HttpProblem } from './problem.js';
-import { problemResponse } from './responses.js';
+import { HttpProblem } from '../contract/problem.js';
+import { problemResponse } from '../contract/responses.js';
 
 /**
  * How long the server waits on a slow or silent client. They bound what a client that sends
