@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { type AnswerHeaders, requestId } from '../contract/answer-headers.js';
 import { type CachedAnswers, type KeptForm, notModified } from './cached-answers.js';
 import { STOP_BEGINS } from '../connection/stop.js';
+import type { LimitedClient } from '../guards/limits.js';
 import { countHeader, type HitTarget, isValidHost } from '../guards/request-address.js';
 
 /** A route whose answers a `CachedAnswers` keeps, as the listener finds them. */
@@ -42,16 +43,6 @@ export interface HitSettings {
   countRequest?(client: LimitedClient): Promise<Record<string, string> | undefined>;
   /** Whether `X-Forwarded-*` may name the client and host (`TRUST_PROXY`): then only Fastify reads them. */
   readonly trustsProxy: boolean;
-}
-
-/** What a request log line and the rate limit read of a request, as Fastify's request gives them. */
-export interface LimitedClient {
-  readonly method: string;
-  readonly url: string;
-  readonly host: string;
-  readonly ip: string | undefined;
-  readonly headers: IncomingMessage['headers'];
-  readonly socket: IncomingMessage['socket'];
 }
 
 /** The settings Fastify hands its `serverFactory` (all of Fastify's options) that shape the server. */

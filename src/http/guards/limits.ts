@@ -1,8 +1,8 @@
+import type { IncomingMessage } from 'node:http';
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { RateLimit } from '../../config.js';
 import type { WorkerGroup } from '../../workers/worker-group.js';
-import type { LimitedClient } from '../answers/kept-hits.js';
 import Type from 'typebox';
 import { HttpProblem } from '../contract/problem.js';
 import { problemResponse } from '../contract/responses.js';
@@ -26,6 +26,16 @@ export const TIMEOUTS = Object.freeze({
   /** How often the header and request limits are checked: each strikes at most this late. */
   checkEveryMs: 500,
 });
+
+/** What a request log line and the rate limit read of a request, as Fastify's request gives them. */
+export interface LimitedClient {
+  readonly method: string;
+  readonly url: string;
+  readonly host: string;
+  readonly ip: string | undefined;
+  readonly headers: IncomingMessage['headers'];
+  readonly socket: IncomingMessage['socket'];
+}
 
 /**
  * Counts a request answered before routing (kept-hits.ts) with the rate limit's own count: the headers
