@@ -37,6 +37,16 @@ export interface BenchOptions {
    * the HTTP scenarios: how many streams, and the service's WORKERS (`auto` unless given).
    */
   readonly slowReaders: { readonly streams: number; readonly workers: string } | undefined;
+  /**
+   * The whole v1 list read by `clients` clients at once, plain, gzip and br, beside detail reads
+   * (lists.ts), instead of the HTTP scenarios; the service's WORKERS (`auto` unless given).
+   */
+  readonly lists: { readonly clients: number; readonly workers: string } | undefined;
+  /**
+   * Settings for the service, laid over its defaults (`--with NAME=VALUE`): the service runs as `npm
+   * start` runs it (LOG_LEVEL info, no RATE_LIMIT) unless told.
+   */
+  readonly with: ReadonlyMap<string, string>;
 }
 
 const USAGE = `npm run bench -- [--size N] [--duration SECONDS] [--warmup SECONDS] [--rounds N]
@@ -54,7 +64,12 @@ const USAGE = `npm run bench -- [--size N] [--duration SECONDS] [--warmup SECOND
        npm run bench -- --slow-readers [--streams N] [--size N] [--connections N] [--duration SECONDS]
                   [--workers N] [--database postgres://...] [--smoke]
                   (streams from version 0 that never read, beside creates and detail reads: 1,000 streams,
-                  100,000 products, 20 clients creating for 15 s, the service's own WORKERS; or as given)`;
+                  100,000 products, 20 clients creating for 15 s, the service's own WORKERS; or as given)
+       npm run bench -- --lists [--connections N] [--size N] [--workers N] [--database postgres://...] [--smoke]
+                  (the whole v1 list read by 8 clients at once, plain, then gzip, then br, beside detail reads:
+                  1,000,000 products, the service's own WORKERS; or as given)
+       Any run: [--with NAME=VALUE ...]   (a setting for the service, e.g. --with RATE_LIMIT=1000000/second
+                  or --with LOG_LEVEL=warn; the service runs at its defaults otherwise)`;
 
 /** Reads the command line; throws with the usage text on anything it does not understand. */
 export function parseBenchOptions(argv: readonly string[]): BenchOptions {
@@ -78,6 +93,8 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
       names: { type: 'string' },
       'slow-readers': { type: 'boolean', default: false },
       streams: { type: 'string' },
+      lists: { type: 'boolean', default: false },
+      with: { type: 'string', multiple: true },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -102,7 +119,15 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
   }
   const workers = (values.workers ?? '1').split(',').map((text) => whole('workers', text.trim(), 1, 1));
   const slowReaders = values['slow-readers'] === true;
-  if ([values.bulk, values.sync, values.search, slowReaders].filter((mode) => mode === true).length > 1) throw new Error(`--bulk, --sync, --search and --slow-readers are runs of their own: give one.\n${USAGE}`);
+  const lists = values.lists === true;
+  if ([values.bulk, values.sync, values.search, slowReaders, lists].filter((mode) => mode === true).length > 1) throw new Error(`--bulk, --sync, --search, --slow-readers and --lists are runs of their own: give one.\n${USAGE}`);
+  if (lists && workers.length > 1) throw new Error(`--lists runs the service with one WORKERS count.\n${USAGE}`);
+  const withSettings = new Map<string, string>();
+  for (const entry of values.with ?? []) {
+    const at = entry.indexOf('=');
+    if (at <= 0 || !/^[A-Z][A-Z0-9_]*$/.test(entry.slice(0, at))) throw new Error(`--with ${entry} is not valid: expected NAME=VALUE, e.g. RATE_LIMIT=1000000/second.\n${USAGE}`);
+    withSettings.set(entry.slice(0, at), entry.slice(at + 1));
+  }
   if (values.streams !== undefined && !slowReaders) throw new Error(`--streams is for --slow-readers.\n${USAGE}`);
   if (slowReaders && workers.length > 1) throw new Error(`--slow-readers runs the service with one WORKERS count.\n${USAGE}`);
   if (values.search === true && workers.length > 1) throw new Error(`--search runs the service with one WORKERS count.\n${USAGE}`);
@@ -110,14 +135,14 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
   if (names !== 'bench' && names !== 'shop') throw new Error(`--names ${names} is not valid: bench or shop.\n${USAGE}`);
   if (values.names !== undefined && values.search !== true) throw new Error(`--names goes with --search.\n${USAGE}`);
   if (workers.length > 1 && compare.size > 0) throw new Error(`--workers with several counts and --compare cannot be combined: compare builds at one WORKERS.\n${USAGE}`);
-  const connections = whole('connections', values.connections, smoke ? (slowReaders ? 2 : 4) : slowReaders ? 20 : 32, 1);
+  const connections = whole('connections', values.connections, smoke ? (slowReaders || lists ? 2 : 4) : slowReaders ? 20 : lists ? 8 : 32, 1);
   const threads = whole('threads', values.threads, 1, 1);
   if (threads > connections) throw new Error(`--threads ${threads} is more than --connections ${connections}: wrk needs a connection per thread.\n${USAGE}`);
   return Object.freeze({
     compare,
     workers,
     database,
-    size: whole('size', values.size, smoke ? 300 : values.sync === true || values.search === true ? 1_000_000 : slowReaders ? 100_000 : 10_000, 200),
+    size: whole('size', values.size, smoke ? (lists ? 60_000 : 300) : values.sync === true || values.search === true || lists ? 1_000_000 : slowReaders ? 100_000 : 10_000, 200),
     duration: whole('duration', values.duration, smoke ? 1 : slowReaders ? 15 : 5, 1),
     warmup: whole('warmup', values.warmup, smoke ? 0 : 1, 0),
     connections,
@@ -129,6 +154,8 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
     search: values.search === true,
     names,
     slowReaders: slowReaders ? { streams: whole('streams', values.streams, smoke ? 20 : 1_000, 1), workers: values.workers === undefined ? 'auto' : String(workers[0]) } : undefined,
+    lists: lists ? { clients: connections, workers: values.workers === undefined ? 'auto' : String(workers[0]) } : undefined,
+    with: withSettings,
     bulk: values.bulk !== true ? [] : values.size !== undefined ? [whole('size', values.size, 0, 200)] : smoke ? [2_000] : [100_000, 1_000_000],
   });
 }

@@ -15,10 +15,11 @@ export interface Target {
 /**
  * Starts a child that serves HTTP on `port` and resolves once it answers anything at `/`: the
  * baselines write no log line to wait for. `env` is laid over this process's environment; a setting
- * given as `undefined` is left out.
+ * given as `undefined` is left out. Its standard output (the service's log lines: two a request at
+ * LOG_LEVEL info) goes to /dev/null: writing them is measured, not what a log collector does with them.
  */
 export async function startTarget(label: string, port: number, args: readonly string[], env: Record<string, string | undefined>): Promise<Target> {
-  const target = spawnChild(env, args);
+  const target = spawnChild(env, args, { discardStdout: true });
   let exited: string | undefined;
   void target.exited.then(({ code, signal }) => {
     exited = `exited with ${signal ?? code}: ${target.stderr()}`;

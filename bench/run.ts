@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runBulk } from './bulk.js';
+import { runLists } from './lists.js';
 import { runSearch } from './search.js';
 import { runSlowReaders } from './slow-readers.js';
 import { runSync } from './sync.js';
@@ -20,8 +21,12 @@ import { stopLoads, WRK_MISSING, wrkVersion } from './wrk.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const SERVER = join(ROOT, 'dist', 'server.js');
-/** Settings that would change the service's answers or refuse the bench's requests. */
-const SETTINGS_LEFT_OUT = ['API_TOKEN', 'RATE_LIMIT', 'TRUST_PROXY', 'CORS_ORIGIN', 'PAGE_SIZE', 'MAX_LIMIT'];
+/**
+ * Settings of the bench's own environment that would change the service's answers or refuse its
+ * requests, or set its speed (LOG_LEVEL): not passed on. The service runs at its defaults, as `npm
+ * start` runs it, with what `--with` gives laid over them.
+ */
+const SETTINGS_LEFT_OUT = ['API_TOKEN', 'RATE_LIMIT', 'TRUST_PROXY', 'CORS_ORIGIN', 'PAGE_SIZE', 'MAX_LIMIT', 'LOG_LEVEL'];
 
 async function main(): Promise<number> {
   let options: BenchOptions;
@@ -45,6 +50,10 @@ async function main(): Promise<number> {
   if (options.slowReaders !== undefined) {
     const { streams, workers } = options.slowReaders;
     return runSlowReaders({ dist: join(ROOT, 'dist'), database: options.database, size: options.size, streams, creators: options.connections, duration: options.duration, workers, leftOut: SETTINGS_LEFT_OUT });
+  }
+  if (options.lists !== undefined) {
+    const { clients, workers } = options.lists;
+    return runLists({ dist: join(ROOT, 'dist'), database: options.database, size: options.size, clients, workers, env: serviceSettings(options), smoke: options.smoke });
   }
   if (options.search) {
     return runSearch({ dist: join(ROOT, 'dist'), database: options.database, size: options.size, duration: options.duration, workers: options.workers[0]!, leftOut: SETTINGS_LEFT_OUT, names: options.names });
@@ -81,7 +90,7 @@ async function main(): Promise<number> {
       if (databaseUrl === undefined) return 0;
       databases.set(build.label, databaseUrl);
     }
-    const services = await startServices(builds, databases, new Set(scenarios.map((s) => s.pagination)), cleanups);
+    const services = await startServices(builds, databases, new Set(scenarios.map((s) => s.pagination)), serviceSettings(options), cleanups);
     const run: Run = {
       options,
       kind: options.database === undefined ? 'sqlite' : 'postgres',
@@ -145,10 +154,9 @@ async function seed(options: BenchOptions, build: Build, work: string, cleanups:
 }
 
 /** One service process per build and pagination style, each on its build's database, for the whole run. */
-async function startServices(builds: readonly Build[], databases: ReadonlyMap<string, string>, styles: ReadonlySet<Pagination>, cleanups: Array<() => Promise<void>>) {
+async function startServices(builds: readonly Build[], databases: ReadonlyMap<string, string>, styles: ReadonlySet<Pagination>, settings: Record<string, string | undefined>, cleanups: Array<() => Promise<void>>) {
   const services = new Map<string, Target>();
-  const env: Record<string, string | undefined> = { HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
-  for (const name of SETTINGS_LEFT_OUT) env[name] = undefined;
+  const env: Record<string, string | undefined> = { HOST: '127.0.0.1', ...settings };
   for (const build of builds) {
     for (const pagination of styles) {
       const port = await freePort();
@@ -165,6 +173,11 @@ async function startServices(builds: readonly Build[], databases: ReadonlyMap<st
     }
   }
   return services;
+}
+
+/** The service's settings: its defaults (the bench's own environment's left out), with `--with` laid over them. */
+function serviceSettings(options: BenchOptions): Record<string, string | undefined> {
+  return { ...Object.fromEntries(SETTINGS_LEFT_OUT.map((name) => [name, undefined])), ...Object.fromEntries(options.with) };
 }
 
 /** Each scenario's best req/s with every WORKERS count, as a multiple of the first count's. */
@@ -197,6 +210,7 @@ function describeRun(run: Run, scenarios: readonly Scenario[], wrk: string): str
     `Load: wrk with ${options.threads} thread${options.threads === 1 ? '' : 's'} and ${options.connections} connections${own.length > 0 ? ` (${own.join('; ')})` : ''}, ` +
       `${options.duration} s per run${options.warmup > 0 ? ` after ${options.warmup} s of warm-up per target` : ', no warm-up'}; ` +
       `${options.rounds} round${options.rounds === 1 ? '' : 's'}, the targets in a rotating order.`,
+    `Service settings: ${options.with.size === 0 ? 'its defaults (LOG_LEVEL info, its log lines to /dev/null)' : [...options.with].map(([name, value]) => `${name}=${value}`).join(' ')}.`,
     `Figures: the best round's req/s with that round's p50/p99; peak RSS over all rounds; wrk CPU in its busiest run (100 % = one core).`,
   ].join('\n');
 }

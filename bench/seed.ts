@@ -174,7 +174,7 @@ export interface ServedCatalogue {
 
 /**
  * A catalogue of products 1..`size` named by `names` (`seedScratch`) served by the build in `dist` on a port of its own,
- * at LOG_LEVEL=warn, with `env` laid over the environment (a setting given as `undefined` is left out):
+ * at its default settings, with `env` laid over the environment (a setting given as `undefined` is left out):
  * for the runs that measure one service alone (`--sync`, `--search`, `--slow-readers`).
  */
 export async function serveScratchCatalogue(
@@ -187,7 +187,7 @@ export async function serveScratchCatalogue(
   const work = mkdtempSync(join(tmpdir(), 'catalogue-bench-'));
   const { url, drop } = await seedScratch(dist, database, size, work, names);
   const port = await freePort();
-  const service = await startTarget('service', port, [join(dist, 'server.js')], { ...env, DATABASE_URL: url, PORT: String(port), LOG_LEVEL: 'warn' });
+  const service = await startTarget('service', port, [join(dist, 'server.js')], { LOG_LEVEL: undefined, ...env, DATABASE_URL: url, PORT: String(port) });
   return {
     work,
     kind: database === undefined ? 'SQLite' : 'PostgreSQL',

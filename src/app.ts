@@ -2,25 +2,26 @@
 import type {} from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from './config.js';
-import { AnswerHeaders, requestId, useAnswerHeaders } from './http/answer-headers.js';
-import { useApiDocs } from './http/docs.js';
-import { useProblemErrors } from './http/error-handler.js';
-import { health } from './http/health.js';
-import { BODY_LIMIT_BYTES, useStrictJsonBodies } from './http/json-body.js';
-import { TIMEOUTS, useRateLimit } from './http/limits.js';
+import { AnswerHeaders, requestId, useAnswerHeaders } from './http/contract/answer-headers.js';
+import { useApiDocs } from './http/contract/docs.js';
+import { useProblemErrors } from './http/guards/error-handler.js';
+import { health } from './http/routes/health.js';
+import { BODY_LIMIT_BYTES, useStrictJsonBodies } from './http/guards/json-body.js';
+import { TIMEOUTS, useRateLimit } from './http/guards/limits.js';
 import { connectionRefusals, useConnectionHandling } from './http/connection/connection-handling.js';
-import { KeptHits } from './http/kept-hits.js';
-import { useMetrics } from './http/metrics.js';
-import { changes } from './http/changes.js';
-import { ChangeStreams } from './http/change-streams.js';
-import { declareOverloadAnswer, useOverloadRefusal } from './http/overload.js';
-import { productsV1 } from './http/products-v1.js';
-import { useHostCheck } from './http/request-address.js';
-import { usePageMethods } from './http/resource.js';
-import { productsV2 } from './http/products-v2.js';
-import { useSharedSchemas } from './http/responses.js';
-import { webPage } from './http/web-page.js';
-import { useWriteToken } from './http/write-access.js';
+import { KeptHits } from './http/answers/kept-hits.js';
+import { useMetrics } from './http/observability/metrics.js';
+import { changes } from './http/routes/changes.js';
+import { ChangeStreams } from './http/feed/change-streams.js';
+import { declareOverloadAnswer, useOverloadRefusal } from './http/guards/overload.js';
+import { productsV1, type WholeListSettings } from './http/routes/products-v1.js';
+import { WholeLists } from './http/answers/list-stream.js';
+import { useHostCheck } from './http/guards/request-address.js';
+import { usePageMethods } from './http/routes/resource.js';
+import { productsV2 } from './http/routes/products-v2.js';
+import { useSharedSchemas } from './http/contract/responses.js';
+import { webPage } from './http/routes/web-page.js';
+import { useWriteToken } from './http/guards/write-access.js';
 import type { CatalogueStore } from './storage/store.js';
 import type { WorkerGroup } from './workers/worker-group.js';
 
@@ -39,6 +40,8 @@ export interface AppOptions {
    * metrics and readiness then cover all of them.
    */
   readonly workerGroup?: WorkerGroup;
+  /** Where the v1 list stops being kept whole and how many rows a streamed one reads per step: the defaults unless a test needs a short streamed list. */
+  readonly wholeList?: WholeListSettings;
 }
 
 /**
@@ -46,7 +49,7 @@ export interface AppOptions {
  *
  * @example const app = await buildApp({ config: loadConfig({}), store }); await app.listen({ port: 0 });
  */
-export async function buildApp({ config, store, logger = false, refuseWhenOverloaded = true, workerGroup }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, store, logger = false, refuseWhenOverloaded = true, workerGroup, wholeList }: AppOptions): Promise<FastifyInstance> {
   // Last-Event-ID: EventSource sends it when it resumes a change stream, from a page on any origin.
   const allowedHeaders = ['Content-Type', 'Idempotency-Key', 'Last-Event-ID'];
   if (config.apiToken !== undefined) allowedHeaders.push('Authorization');
@@ -107,13 +110,14 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
     streams.closeAll();
     done();
   });
-  const metrics = useMetrics(app, store, streams, hits, workerGroup);
+  const lists = new WholeLists();
+  const metrics = useMetrics(app, store, { streams, hits, lists }, workerGroup);
   workerGroup?.answerWith({ metrics: metrics.figures, ready: () => store.ping(), shedStreamBytes: (bytes) => streams.shed(bytes) });
   await app.register(health, { store, workerGroup });
   await app.register(webPage);
-  if (config.rateLimit !== undefined) await useRateLimit(app, config.rateLimit, workerGroup);
+  const countRequest = config.rateLimit === undefined ? undefined : await useRateLimit(app, config.rateLimit, workerGroup);
   if (config.apiToken !== undefined) useWriteToken(app, config.apiToken);
-  await app.register(productsV1, { store, hits });
+  await app.register(productsV1, { store, hits, lists, ...(wholeList === undefined ? {} : { wholeList }) });
   await app.register(productsV2, {
     store,
     hits,
@@ -122,11 +126,15 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
     maxLimit: config.maxLimit,
   });
   await app.register(changes, { store, streams });
-  // A hit answered ahead of Fastify is not logged and not counted by the rate limit: with either, hits
-  // go through Fastify like every request.
-  if (config.rateLimit === undefined && !REQUEST_LOG_LEVELS.has(app.log.level)) {
-    hits.serve({ answerHeaders, counterOf: metrics.counterOf, underPressure });
-  }
+  // A hit answered ahead of Fastify is logged and counted by the rate limit as Fastify would (kept-hits.ts).
+  hits.serve({
+    answerHeaders,
+    counterOf: metrics.counterOf,
+    underPressure,
+    ...(REQUEST_LOG_LEVELS.has(app.log.level) ? { requestLog: app.log } : {}),
+    ...(countRequest === undefined ? {} : { countRequest }),
+    trustsProxy: config.trustProxy !== false,
+  });
   return app;
 }
 

@@ -90,7 +90,7 @@ export class ChangeReads {
 }
 
 /**
- * A change as JSON, in the feed's `Change` form (src/http/schemas.ts; test/storage/change-feed.test.ts
+ * A change as JSON, in the feed's `Change` form (src/http/contract/schemas.ts; test/storage/change-feed.test.ts
  * holds the two to the same values): `{"version":…,"pk":…,"product":{"pk":…,"name":…,"barcode":…,"price":"12.50"}}`,
  * `"product":null` for a removal. The price is written as formatPrice writes it: whole units, a dot,
  * two digits of cents.

@@ -2,7 +2,14 @@ import type { ColumnDefinitionBuilder, Kysely, Migration, RawBuilder } from 'kys
 import type { NewProduct } from '../catalogue/product.js';
 import type { ProductRow } from './product-row.js';
 import type { Database } from './schema.js';
-import type { PoolStats } from './store.js';
+
+/** Connections of a pool, by state. */
+export interface PoolStats {
+  readonly total: number;
+  readonly idle: number;
+  /** Queries waiting for a connection. */
+  readonly waiting: number;
+}
 
 /**
  * One database as the store sees it, the same shape for every database (as Kysely's

@@ -1,8 +1,8 @@
 import type { NewProduct, Product } from '../catalogue/product.js';
 import type { ProductFilter } from '../catalogue/search.js';
-import type { WriteWaits } from './dialect.js';
+import type { PoolStats, WriteWaits } from './dialect.js';
 
-export type { WriteWaits } from './dialect.js';
+export type { PoolStats, WriteWaits } from './dialect.js';
 
 /** The catalogue's size and its revision: a number every write to the catalogue increases. */
 export interface CatalogueSummary {
@@ -328,10 +328,3 @@ export interface PriceListOutcome {
   readonly unchanged: number;
 }
 
-/** Connections of a pool, by state. */
-export interface PoolStats {
-  readonly total: number;
-  readonly idle: number;
-  /** Queries waiting for a connection. */
-  readonly waiting: number;
-}

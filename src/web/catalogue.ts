@@ -2,8 +2,8 @@
 // The catalogue page: one ES module with no imports, so the browser loads tsc's output as it is.
 
 // Types only, erased from the output: the answers' shapes as the service declares them.
-import type { Problem } from '../http/problem.js';
-import type { PageItemWire as PageItem, PageWire as Page, ProductWire as Product } from '../http/schemas.js';
+import type { Problem } from '../http/contract/problem.js';
+import type { PageItemWire as PageItem, PageWire as Page, ProductWire as Product } from '../http/contract/schemas.js';
 
 const FIRST_PAGE = '/api/v2/shop/products';
 const CREATE = '/api/v1/shop/product/';

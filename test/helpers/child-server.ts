@@ -31,6 +31,11 @@ export interface SpawnOptions {
   readonly detached?: boolean;
   /** Another account to run as (a user and group id), for what root would not be refused. */
   readonly runAs?: RunAs;
+  /**
+   * Its standard output sent nowhere instead of read (its log lines then neither kept nor waited for):
+   * a load run at LOG_LEVEL info writes two lines a request, which this process would otherwise parse.
+   */
+  readonly discardStdout?: boolean;
 }
 
 /** Another account to run the service as: a user and group id. */
@@ -74,15 +79,15 @@ export interface ChildServer extends Child {
 export function spawnChild(env: Record<string, string | undefined>, args: readonly string[] = SERVER_SOURCE_ARGS, options: SpawnOptions = {}): Child {
   // The test runner marks its own child processes; the service is not one of its tests.
   const { NODE_TEST_CONTEXT: _runner, ...inherited } = process.env;
-  const { command = process.execPath, cwd, detached = false, runAs } = options;
-  const child = spawn(command, args, { cwd, detached, env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...runAs });
+  const { command = process.execPath, cwd, detached = false, runAs, discardStdout = false } = options;
+  const child = spawn(command, args, { cwd, detached, env: { ...inherited, ...env }, stdio: ['ignore', discardStdout ? 'ignore' : 'pipe', 'pipe'], ...runAs });
   const logs: Child['logs'] = [];
   const waiters: Array<{ matches: (entry: LogLine) => boolean; resolve: (entry: LogLine) => void }> = [];
   let stdout = '';
   let stderr = '';
   let pending = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  child.stdout!.on('data', (chunk: Buffer) => {
+  child.stdout?.on('data', (chunk: Buffer) => {
     stdout += chunk.toString('utf8');
     pending += chunk.toString('utf8');
     const lines = pending.split('\n');

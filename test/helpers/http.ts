@@ -18,6 +18,8 @@ export interface RawRequest {
   readonly body?: string | Buffer;
   /** The agent whose connection to use (a keep-alive one, to stay with one worker); a new connection unless given. */
   readonly agent?: Agent;
+  /** The address to send from (another loopback address is another client to the rate limit). */
+  readonly localAddress?: string;
 }
 
 /**
@@ -31,7 +33,7 @@ export function send(url: string, options: RawRequest = {}): Promise<RawResponse
     if (options.body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-length')) {
       headers['Content-Length'] = Buffer.byteLength(options.body);
     }
-    const req = httpRequest(url, { method: options.method ?? 'GET', headers, agent: options.agent ?? false }, (res) => {
+    const req = httpRequest(url, { method: options.method ?? 'GET', headers, agent: options.agent ?? false, ...(options.localAddress === undefined ? {} : { localAddress: options.localAddress }) }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => {

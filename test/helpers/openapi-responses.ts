@@ -3,7 +3,7 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { REFUSED_METHODS_EXTENSION, openApiPath } from '../../src/http/docs.js';
+import { REFUSED_METHODS_EXTENSION, openApiPath } from '../../src/http/contract/docs.js';
 
 interface DocumentedResponse {
   readonly content?: Record<string, unknown>;

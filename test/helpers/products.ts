@@ -1,6 +1,6 @@
 import { ean13CheckDigit } from '../../src/catalogue/ean13.js';
 import type { NewProduct } from '../../src/catalogue/product.js';
-import type { ProductWire } from '../../src/http/schemas.js';
+import type { ProductWire } from '../../src/http/contract/schemas.js';
 import { postJson, send } from './http.js';
 
 let sequence = 0;

@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { buildApp } from '../../src/app.js';
+import type { WholeListSettings } from '../../src/http/routes/products-v1.js';
 import { closeConnectionsOnStop } from '../../src/http/connection/stop.js';
 import { loadConfig, type Config, type DatabaseLocation } from '../../src/config.js';
 import { openStore, type StoreOptions } from '../../src/storage/open-store.js';
@@ -43,6 +44,8 @@ export interface ServerOptions {
   readonly inProcess?: boolean;
   /** The app's logger (Fastify's setting); none unless told. A server with one runs in the test's process. */
   readonly logger?: FastifyServerOptions['logger'];
+  /** Where the v1 list is streamed and its rows per step (the app's option). A server with it runs in the test's process. */
+  readonly wholeList?: WholeListSettings;
 }
 
 /**
@@ -52,14 +55,14 @@ export interface ServerOptions {
 export async function startServer(location: DatabaseLocation, env: Record<string, string> = {}, options: ServerOptions = {}): Promise<RunningServer> {
   // The page and the contract the app serves are read from the build.
   await ensureBuild();
-  const inProcess = options.inProcess === true || options.wrapStore !== undefined || options.refuseWhenOverloaded === true || options.logger !== undefined;
+  const inProcess = options.inProcess === true || options.wrapStore !== undefined || options.refuseWhenOverloaded === true || options.logger !== undefined || options.wholeList !== undefined;
   const inMemory = location.kind === 'sqlite' && location.path === ':memory:';
   if (TEST_WORKERS !== '1' && !inProcess && !inMemory) return startWorkers(location, env, options);
   const config = loadConfig({ ...env });
   const store = await openStore(location, { ...options.storeOptions, poolMax: config.dbPoolMax, writeWaitMs: config.writeWaitMs });
   // The suite's own work pauses the event loop it shares with the service: that is no overload.
   const refuseWhenOverloaded = options.refuseWhenOverloaded ?? false;
-  const app = await buildApp({ config, store: options.wrapStore?.(store) ?? store, refuseWhenOverloaded, logger: options.logger ?? false });
+  const app = await buildApp({ config, store: options.wrapStore?.(store) ?? store, refuseWhenOverloaded, logger: options.logger ?? false, ...(options.wholeList === undefined ? {} : { wholeList: options.wholeList }) });
   const audit = auditResponses(app);
   // Stopped as the service stops (src/server.ts): a connection that owes nothing is closed at once. Left
   // to app.close() alone, one a client opened and never used held the stop for Node's 60 s headersTimeout.

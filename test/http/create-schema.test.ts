@@ -5,7 +5,7 @@ import { Value } from 'typebox/value';
 import { ean13CheckDigit } from '../../src/catalogue/ean13.js';
 import { parseJsonKeepingNumbers } from '../../src/catalogue/parse-json.js';
 import { MAX_NAME_LENGTH, PRODUCT_FIELDS, checkNewProduct } from '../../src/catalogue/product.js';
-import { NewProductSchema } from '../../src/http/schemas.js';
+import { NewProductSchema } from '../../src/http/contract/schemas.js';
 
 // The create route's body schema is not used to validate (checkNewProduct reads the price from its
 // text, which a schema cannot): it documents the body. These tests keep it from drifting away from

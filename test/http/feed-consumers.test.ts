@@ -10,7 +10,7 @@ import { describeEachStore } from '../helpers/each-store.js';
 import { openEventStream } from '../helpers/event-stream.js';
 import { postJson, send } from '../helpers/http.js';
 import { outsideSql } from '../helpers/outside-sql.js';
-import type { ProductWire } from '../../src/http/schemas.js';
+import type { ProductWire } from '../../src/http/contract/schemas.js';
 
 /** How long every kind of writer writes at once. */
 const WRITING_MS = Number(process.env['FEED_CONSUMERS_WRITING_MS'] ?? 8_000);

@@ -8,13 +8,17 @@ import { send, type RawResponse } from '../helpers/http.js';
 import { createProduct } from '../helpers/products.js';
 import { rawExchange } from '../helpers/raw-socket.js';
 import { startServer, type RunningServer, type ServerOptions } from '../helpers/server.js';
+import { loggerOptions } from '../../src/http/observability/logging.js';
 
-// Answers kept by the routes are written from the server's request listener, before Fastify (src/http/kept-hits.ts).
+// Answers kept by the routes are written from the server's request listener, before Fastify (src/http/answers/kept-hits.ts).
 // These servers run in the test's process without request logging, as the service does at LOG_LEVEL=warn,
 // so that the early path is on whatever TEST_WORKERS says.
 
 /** Headers that differ between any two answers: when, and which request. */
 const PER_ANSWER = new Set(['date', 'x-request-id']);
+
+/** Rate limit headers that differ from one request to the next: how many remain, and the seconds left. */
+const LIMIT_FIGURES = new Set(['x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after']);
 
 describeEachStore('kept answers written before routing', { env: false }, (ctx) => {
   it('answers a kept product, page and list before routing with the status, headers and bytes the route gives', async (t) => {
@@ -153,21 +157,70 @@ describeEachStore('kept answers written before routing', { env: false }, (ctx) =
     assert.deepEqual([...raw.matchAll(/"pk":(\d+)/g)].map((match) => Number(match[1])), [products[0]!.pk, products[1]!.pk, products[0]!.pk]);
   });
 
-  it('answers every request through the routes where each must be logged or counted by the rate limit', async (t) => {
-    const logged = await serverFor(ctx, t, {}, { logger: { level: 'info', stream: discard() } });
-    const limited = await serverFor(ctx, t, { RATE_LIMIT: '100000/second' });
-    for (const server of [logged, limited]) {
-      const product = await createProduct(server.url);
-      const url = `${server.url}/api/v1/shop/product/${product.pk}`;
-      for (let i = 0; i < 3; i += 1) assert.deepEqual((await send(url)).json, product);
-      assert.equal(await answeredEarly(server), 0);
+  it('logs a kept answer at LOG_LEVEL info with the lines and fields of a routed one', async (t) => {
+    const lines: string[] = [];
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(...chunk.toString('utf8').split('\n').filter((line) => line !== ''));
+        done();
+      },
+    });
+    const server = await serverFor(ctx, t, {}, { logger: { ...loggerOptions('info'), stream } });
+    const product = await createProduct(server.url);
+    await untilNoticesHeard(server);
+    const url = `${server.url}/api/v1/shop/product/${product.pk}`;
+    const headers = { 'User-Agent': 'till/7' };
+    const routed = await send(url, { headers: { ...headers, 'X-Request-Id': 'routed-1' } });
+    const before = await answeredEarly(server);
+    const early = await send(url, { headers: { ...headers, 'X-Request-Id': 'early-1' } });
+    const notModified = await send(url, { headers: { ...headers, 'X-Request-Id': 'early-2', 'If-None-Match': routed.headers.etag! } });
+    assert.equal(await answeredEarly(server), before + 2, 'both were answered before routing');
+    assert.equal(early.status, 200);
+    assert.equal(notModified.status, 304);
+    const routedLines = logLinesOf(lines, 'routed-1');
+    assert.deepEqual(routedLines.map((line) => line.msg), ['incoming request', 'request completed']);
+    assert.deepEqual(logLinesOf(lines, 'early-1'), routedLines);
+    assert.deepEqual(logLinesOf(lines, 'early-2'), routedLines.map((line) => (line.res === undefined ? line : { ...line, res: { statusCode: 304 } })));
+  });
+
+  it('counts a kept answer against RATE_LIMIT and refuses one over it with the routes\' own 429', async (t) => {
+    const max = 5;
+    const server = await serverFor(ctx, t, { RATE_LIMIT: `${max * 10}/minute` });
+    const product = await createProduct(server.url);
+    await untilNoticesHeard(server);
+    const url = `${server.url}/api/v1/shop/product/${product.pk}`;
+    // Another loopback address: a client of its own, whose count starts at 0.
+    const client = { localAddress: '127.0.0.2' };
+    const routed = await send(url, client);
+    const before = await answeredEarly(server);
+    const counted: RawResponse[] = [];
+    for (let i = 1; i < max * 10; i += 1) counted.push(await send(url, client));
+    assert.equal(await answeredEarly(server), before + max * 10 - 1, 'every one under the limit was answered before routing');
+    assert.deepEqual(
+      [routed, ...counted].map((answer) => answer.headers['x-ratelimit-remaining']),
+      Array.from({ length: max * 10 }, (_, i) => String(max * 10 - 1 - i)),
+    );
+    for (const answer of counted) assert.deepEqual(comparable(answer, LIMIT_FIGURES), comparable(routed, LIMIT_FIGURES));
+    // Over the limit: the kept answer's request and one no answer is kept for (another product) get the same refusal.
+    const refused = await send(url, client);
+    const refusedRouted = await send(`${server.url}/api/v1/shop/product/${product.pk + 1000}`, client);
+    assert.equal(await answeredEarly(server), before + max * 10 - 1, 'the refusal was the routes\'');
+    assert.equal(refused.status, 429);
+    assert.deepEqual(comparable(refused, LIMIT_FIGURES), comparable(refusedRouted, LIMIT_FIGURES));
+    assert.equal(refused.text.replace(/\d+/g, 'N'), refusedRouted.text.replace(/\d+/g, 'N'));
+    for (const answer of [refused, refusedRouted]) {
+      assert.match(String(answer.headers['retry-after']), /^\d+$/);
+      assert.equal(answer.headers['x-ratelimit-remaining'], '0');
     }
+    // Another client is not held back, and its kept answers are still answered before routing.
+    assert.equal((await send(url)).status, 200);
+    assert.equal(await answeredEarly(server), before + max * 10);
   });
 });
 
 /**
- * A server over a database of its own, in the test's process, stopped after the test. Unless its
- * requests go through the routes, it is ready once it answers kept lists before routing: on PostgreSQL
+ * A server over a database of its own, in the test's process, stopped after the test. It is ready
+ * once it answers kept lists before routing: on PostgreSQL
  * the change notices are listened for from the first read on, and hearing them begins a new generation
  * of kept answers.
  */
@@ -175,7 +228,7 @@ async function serverFor(ctx: StoreTestContext, t: TestContext, env: Record<stri
   const { location } = await ctx.freshDatabase(t);
   const server = await startServer(location, env, { inProcess: true, ...options });
   t.after(() => server.stop());
-  if (options.logger === undefined && env.RATE_LIMIT === undefined) await untilNoticesHeard(server);
+  await untilNoticesHeard(server);
   return server;
 }
 
@@ -200,11 +253,23 @@ async function answeredEarly(server: RunningServer): Promise<number> {
 }
 
 /** An answer's status and headers, names in lower case, without those that differ on every answer. */
-function comparable(answer: RawResponse): { status: number; headers: Record<string, unknown> } {
-  const headers = Object.fromEntries(Object.entries(answer.headers).filter(([name]) => !PER_ANSWER.has(name)));
+function comparable(answer: RawResponse, alsoLeftOut: ReadonlySet<string> = new Set()): { status: number; headers: Record<string, unknown> } {
+  const headers = Object.fromEntries(Object.entries(answer.headers).filter(([name]) => !PER_ANSWER.has(name) && !alsoLeftOut.has(name)));
   return { status: answer.status, headers };
 }
 
-function discard(): Writable {
-  return new Writable({ write: (_chunk, _encoding, done) => done() });
+/**
+ * The log lines of one request, in order, without what differs on every line (time, and the request
+ * id, which selects them) or every request (its response time, which must be a number).
+ */
+function logLinesOf(lines: readonly string[], id: string): Record<string, unknown>[] {
+  return lines
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((entry) => entry.reqId === id)
+    .map((entry) => {
+      const { time, reqId: _id, responseTime, ...rest } = entry;
+      assert.equal(typeof time, 'number');
+      if (rest.msg === 'request completed') assert.equal(typeof responseTime, 'number');
+      return { keys: Object.keys(entry), ...rest };
+    });
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { OVERLOAD } from '../../src/http/overload.js';
+import { OVERLOAD } from '../../src/http/guards/overload.js';
 import { postJson, send, type RawResponse } from '../helpers/http.js';
 import { passesWithin } from '../helpers/passes-within.js';
 import { startServer, type RunningServer } from '../helpers/server.js';

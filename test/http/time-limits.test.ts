@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { TIMEOUTS } from '../../src/http/limits.js';
+import { TIMEOUTS } from '../../src/http/guards/limits.js';
 import { startServer, type RunningServer } from '../helpers/server.js';
 
 interface Trickle {

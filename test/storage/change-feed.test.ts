@@ -6,7 +6,7 @@ import { openDialect, openStore } from '../../src/storage/open-store.js';
 import type { DatabaseLocation } from '../../src/config.js';
 import type { CatalogueStore, Change } from '../../src/storage/store.js';
 import { MAX_PRICE_CENTS } from '../../src/catalogue/price.js';
-import { changeWire } from '../../src/http/wire.js';
+import { changeWire } from '../../src/http/contract/wire.js';
 import { describeEachStore } from '../helpers/each-store.js';
 import { outsideSql, withClient } from '../helpers/outside-sql.js';
 import { uniqueBarcode } from '../helpers/products.js';

@@ -168,7 +168,7 @@ describeEachStore('WORKERS=2', { env: false, timeout: 900_000 }, (ctx) => {
     assert.equal((await send(`${server.url}/readyz`)).status, 200);
   });
 
-  // At LOG_LEVEL=warn a kept answer is written before routing (src/http/kept-hits.ts): the same holds then.
+  // At LOG_LEVEL=warn a kept answer is written before routing (src/http/answers/kept-hits.ts): the same holds then.
   for (const logLevel of ['info', 'warn']) {
     it(`reads a write back at once through the other worker, even while the database's own notices of it are held back (LOG_LEVEL=${logLevel})`, async (t) => {
       const { location } = await ctx.freshDatabase(t);

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
-import type { AnswerHeaders } from '../answer-headers.js';
-import { BODY_LIMIT_BYTES, JSON_MEDIA_TYPE } from '../json-body.js';
+import type { AnswerHeaders } from '../contract/answer-headers.js';
+import { BODY_LIMIT_BYTES, JSON_MEDIA_TYPE } from '../guards/json-body.js';
 import { useEveryMethod } from './connect.js';
 import { useExpectations } from './expect-continue.js';
 import { finishAnswersAfterClientEnds } from './node-internals.js';

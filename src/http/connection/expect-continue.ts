@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
-import { type AnswerHeaders, requestId } from '../answer-headers.js';
-import { hasUnknownCodings } from '../json-body.js';
-import { PROBLEM_CONTENT_TYPE, problemBody } from '../problem.js';
+import { type AnswerHeaders, requestId } from '../contract/answer-headers.js';
+import { hasUnknownCodings } from '../guards/json-body.js';
+import { PROBLEM_CONTENT_TYPE, problemBody } from '../contract/problem.js';
 
 /** The 417's detail: it names no part of the caller's header, which could be anything. */
 const EXPECTATION_FAILED = 'The Expect header asks for what this service does not do; the one expectation it meets is 100-continue.';

@@ -1,8 +1,8 @@
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
-import type { AnswerHeaders } from '../answer-headers.js';
-import { PROBLEM_CONTENT_TYPE, problemBody, sendProblem } from '../problem.js';
+import type { AnswerHeaders } from '../contract/answer-headers.js';
+import { PROBLEM_CONTENT_TYPE, problemBody, sendProblem } from '../contract/problem.js';
 import { answerBeingWritten } from './node-internals.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { BODY_LIMIT_BYTES } from '../json-body.js';
+import { BODY_LIMIT_BYTES } from '../guards/json-body.js';
 import { closeThrough } from './node-internals.js';
 
 /** How long a connection closed past the body limit stays open for its client to read the answer. */

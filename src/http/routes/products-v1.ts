@@ -1,24 +1,25 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { InvalidProductError } from '../catalogue/errors.js';
-import { JsonNumber } from '../catalogue/json-number.js';
-import { checkNewProduct, type Product } from '../catalogue/product.js';
-import type { CatalogueStore } from '../storage/store.js';
-import { BODY_LIMIT_BYTES, UNSUPPORTED_MEDIA_TYPE } from './json-body.js';
+import { InvalidProductError } from '../../catalogue/errors.js';
+import { JsonNumber } from '../../catalogue/json-number.js';
+import { checkNewProduct, type Product } from '../../catalogue/product.js';
+import type { CatalogueStore } from '../../storage/store.js';
+import { BODY_LIMIT_BYTES, UNSUPPORTED_MEDIA_TYPE } from '../guards/json-body.js';
 import Type from 'typebox';
-import { createProductOnce } from './idempotency.js';
-import { HttpProblem } from './problem.js';
+import { createProductOnce } from '../guards/idempotency.js';
+import { HttpProblem } from '../contract/problem.js';
 import { resource } from './resource.js';
-import { SAFE_INTEGER_DIGITS } from './pagination.js';
-import { CachedAnswers, serializeOk } from './cached-answers.js';
-import { ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
-import { ProductListSchema } from './schemas.js';
-import { productWire } from './wire.js';
-import { FILTER_QUERY, hasFilter, productFilter } from './filters.js';
-import { requestAddress } from './request-address.js';
-import type { KeptHits } from './kept-hits.js';
+import { SAFE_INTEGER_DIGITS } from '../contract/pagination.js';
+import { CachedAnswers, serializeOk } from '../answers/cached-answers.js';
+import { ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from '../contract/responses.js';
+import { ProductListSchema } from '../contract/schemas.js';
+import { productWire } from '../contract/wire.js';
+import { FILTER_QUERY, hasFilter, productFilter } from '../contract/filters.js';
+import { requestAddress } from '../guards/request-address.js';
+import type { KeptHits } from '../answers/kept-hits.js';
+import { LIST_STEP_ROWS, listStream, type WholeLists } from '../answers/list-stream.js';
 
-/** Rows fetched per query while the whole list is streamed. */
+/** Rows of a filtered list read at first: fewer matches are kept whole. */
 const LIST_BATCH = 2_000;
 
 /**
@@ -51,10 +52,21 @@ export interface ProductsV1Options {
   readonly store: CatalogueStore;
   /** Where the lists and products kept are answered from before routing. */
   readonly hits: KeptHits;
+  /** The streamed lists' figures. */
+  readonly lists: WholeLists;
+  /** How long a list is kept whole and how many rows a streamed one reads per step; the defaults unless a test says. */
+  readonly wholeList?: WholeListSettings;
+}
+
+/** Where a list stops being kept whole and is streamed instead, and the rows per step of a streamed one. */
+export interface WholeListSettings {
+  readonly keptMaxProducts?: number;
+  readonly stepRows?: number;
 }
 
 /** v1: the whole catalogue in one array, one product by `pk`, and creation. */
-export async function productsV1(app: FastifyInstance, { store, hits }: ProductsV1Options): Promise<void> {
+export async function productsV1(app: FastifyInstance, { store, hits, lists: streamed, wholeList = {} }: ProductsV1Options): Promise<void> {
+  const { keptMaxProducts = KEPT_LIST_MAX_PRODUCTS, stepRows = LIST_STEP_ROWS } = wholeList;
   const lists = new CachedAnswers(store, LISTS_KEPT_BYTES, KEPT_ENTRIES);
   const details = new CachedAnswers(store, DETAIL_CACHE_BYTES, KEPT_ENTRIES);
   // The keys the routes below keep their answers under.
@@ -93,16 +105,16 @@ export async function productsV1(app: FastifyInstance, { store, hits }: Products
             // Most filtered lists (every barcode lookup) fit one batch: kept whole.
             const matches = await store.listFilteredAfter(filter, 0, LIST_BATCH);
             if (matches.length < LIST_BATCH) return serializeOk(reply, matches.map(productWire));
-            return { stream: listStream((after) => store.listFilteredAfter(filter, after, LIST_BATCH), matches) };
+            return { stream: listStream((after) => store.listFilteredAfter(filter, after, stepRows), matches, stepRows, streamed) };
           }
           const { count } = await store.describeCatalogue();
-          if (count <= KEPT_LIST_MAX_PRODUCTS) return serializeOk(reply, (await readWholeList(store)).map(productWire));
+          if (count <= keptMaxProducts) return serializeOk(reply, (await readWholeList(store)).map(productWire));
           // HEAD needs only the headers (the same as GET's: chunked, no length): the database was reached
           // above, so that an unreachable one is still a 503, but no product is read.
           if (request.method === 'HEAD') return { stream: Readable.from([]) };
           // Read before the status line goes out, so an unreachable database is still a 503.
-          const firstBatch = await store.listProductsAfter(0, LIST_BATCH);
-          return { stream: listStream((after) => store.listProductsAfter(after, LIST_BATCH), firstBatch) };
+          const firstStep = await store.listProductsAfter(0, stepRows);
+          return { stream: listStream((after) => store.listProductsAfter(after, stepRows), firstStep, stepRows, streamed) };
         });
       },
     },
@@ -229,31 +241,4 @@ async function readWholeList(store: CatalogueStore): Promise<Product[]> {
     products.push(...batch);
     if (batch.length < LIST_BATCH) return products;
   }
-}
-
-/**
- * The list as JSON text, fetched in keyset batches so that neither the whole table nor a long-held
- * database connection is needed, whatever the catalogue's size. Few chunks are in flight per answer:
- * memory per slow client stays near one batch.
- */
-function listStream(nextBatch: (afterPk: number) => Promise<Product[]>, firstBatch: readonly Product[]): Readable {
-  return Readable.from(listChunks(nextBatch, firstBatch), { highWaterMark: 2 });
-}
-
-async function* listChunks(nextBatch: (afterPk: number) => Promise<Product[]>, firstBatch: readonly Product[]): AsyncGenerator<string> {
-  let batch = firstBatch;
-  let first = true;
-  yield '[';
-  while (batch.length > 0) {
-    let chunk = '';
-    for (const product of batch) {
-      // The same bytes as the compiled serializer writes for a product: the fields are plain strings and numbers.
-      chunk += (first ? '' : ',') + JSON.stringify(productWire(product));
-      first = false;
-    }
-    yield chunk;
-    if (batch.length < LIST_BATCH) break;
-    batch = await nextBatch(batch[batch.length - 1]!.pk);
-  }
-  yield ']';
 }

@@ -1,15 +1,15 @@
 import Negotiator from 'negotiator';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import Type from 'typebox';
-import type { FieldErrors } from '../catalogue/product.js';
-import type { CatalogueStore } from '../storage/store.js';
-import type { ChangeStreams } from './change-streams.js';
-import { CachedAnswers, addVary } from './cached-answers.js';
-import { pageLink, wholeNumber } from './pagination.js';
-import { HttpProblem } from './problem.js';
-import { linkedAnswerKey, requestAddress } from './request-address.js';
+import type { FieldErrors } from '../../catalogue/product.js';
+import type { CatalogueStore } from '../../storage/store.js';
+import type { ChangeStreams } from '../feed/change-streams.js';
+import { CachedAnswers, addVary } from '../answers/cached-answers.js';
+import { pageLink, wholeNumber } from '../contract/pagination.js';
+import { HttpProblem } from '../contract/problem.js';
+import { linkedAnswerKey, requestAddress } from '../guards/request-address.js';
 import { resource } from './resource.js';
-import { BUSY_RETRY_AFTER_SECONDS, ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
+import { BUSY_RETRY_AFTER_SECONDS, ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from '../contract/responses.js';
 
 /** Changes per answer unless `limit` says otherwise, and the most it may ask for. */
 export const CHANGES_LIMIT = Object.freeze({ default: 1_000, max: 10_000 });

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest, preParsingHookHandler } from 'fastify';
-import { parseJsonKeepingNumbers } from '../catalogue/parse-json.js';
-import { HttpProblem } from './problem.js';
+import { parseJsonKeepingNumbers } from '../../catalogue/parse-json.js';
+import { HttpProblem } from '../contract/problem.js';
 
 /** The contract's body limit: 16 KiB, inclusive. */
 export const BODY_LIMIT_BYTES = 16_384;

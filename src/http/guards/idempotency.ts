@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import { IdempotencyKeyTakenError } from '../catalogue/errors.js';
-import type { NewProduct, Product } from '../catalogue/product.js';
-import type { CatalogueStore, KeyedCreation } from '../storage/store.js';
-import { HttpProblem } from './problem.js';
+import { IdempotencyKeyTakenError } from '../../catalogue/errors.js';
+import type { NewProduct, Product } from '../../catalogue/product.js';
+import type { CatalogueStore, KeyedCreation } from '../../storage/store.js';
+import { HttpProblem } from '../contract/problem.js';
 
 /** How long a key is remembered: a day, so that a till retrying after an outage still gets its answer. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;

@@ -1,6 +1,6 @@
 import Type from 'typebox';
-import { MAX_SEARCH_LENGTH, parseProductFilter, type ProductFilter } from '../catalogue/search.js';
-import type { FieldErrors } from '../catalogue/product.js';
+import { MAX_SEARCH_LENGTH, parseProductFilter, type ProductFilter } from '../../catalogue/search.js';
+import type { FieldErrors } from '../../catalogue/product.js';
 import { HttpProblem } from './problem.js';
 
 /** The listings' filters, as the OpenAPI document shows them. */

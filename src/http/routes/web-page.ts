@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
-import { builtFile } from './build-output.js';
+import { builtFile } from '../contract/build-output.js';
 
 // The page, its style and its script, all from the build (`npm run build` copies the first two there).
 const PAGE_DIR = fileURLToPath(builtFile(import.meta.url, 'web/'));

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { CatalogueStore } from '../storage/store.js';
+import type { CatalogueStore } from '../../storage/store.js';
 import { COMPRESS_MIN_BYTES, chooseCoding, compressBody, compressStream, type ContentCoding } from './compression.js';
 import { RevisionCache } from './revision-cache.js';
 

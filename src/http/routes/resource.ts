@@ -12,11 +12,11 @@ import type {
   RouteShorthandOptions,
 } from 'fastify';
 import Type from 'typebox';
-import { CORS_METHODS } from './answer-headers.js';
-import { TAGS } from './docs.js';
-import { nothingAt } from './error-handler.js';
-import { HttpProblem } from './problem.js';
-import { HOST_NOT_VALID, emptyResponse } from './responses.js';
+import { CORS_METHODS } from '../contract/answer-headers.js';
+import { TAGS } from '../contract/docs.js';
+import { nothingAt } from '../guards/error-handler.js';
+import { HttpProblem } from '../contract/problem.js';
+import { HOST_NOT_VALID, emptyResponse } from '../contract/responses.js';
 
 type Method = 'GET' | 'POST';
 

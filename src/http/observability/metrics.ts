@@ -1,12 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import type { CatalogueStore, WriteWaits } from '../storage/store.js';
-import type { WorkerGroup } from '../workers/worker-group.js';
-import type { ChangeStreams } from './change-streams.js';
-import type { KeptHits } from './kept-hits.js';
+import type { CatalogueStore, WriteWaits } from '../../storage/store.js';
+import type { WorkerGroup } from '../../workers/worker-group.js';
+import type { ChangeStreams } from '../feed/change-streams.js';
+import type { KeptHits } from '../answers/kept-hits.js';
+import type { WholeLists } from '../answers/list-stream.js';
 import { LatencyHistogram, type LatencySeries } from './latency-histogram.js';
-import { HttpProblem } from './problem.js';
-import { resource } from './resource.js';
+import { HttpProblem } from '../contract/problem.js';
+import { resource } from '../routes/resource.js';
 
 /** Seconds; from a cached read to a slow full listing. */
 const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -22,7 +23,7 @@ const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
  * With workers, `/metrics` answers for all of them (the primary adds up each worker's figures);
  * `figures` gives this worker's own, for the primary to ask.
  */
-export function useMetrics(app: FastifyInstance, store: CatalogueStore, streams: Pick<ChangeStreams, 'open' | 'held' | 'dropped'>, hits: Pick<KeptHits, 'answered'>, workerGroup?: WorkerGroup): AnswerMetrics {
+export function useMetrics(app: FastifyInstance, store: CatalogueStore, { streams, hits, lists }: CountedParts, workerGroup?: WorkerGroup): AnswerMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const labelNames = ['method', 'route', 'status'] as const;
@@ -51,7 +52,7 @@ export function useMetrics(app: FastifyInstance, store: CatalogueStore, streams:
   });
   new Counter({
     name: 'http_requests_answered_before_routing_total',
-    help: 'Of the answered requests, those answered with a kept answer before routing (at LOG_LEVEL warn and above, without RATE_LIMIT).',
+    help: 'Of the answered requests, those answered with a kept answer before routing.',
     registers: [registry],
     collect() {
       this.reset();
@@ -72,6 +73,25 @@ export function useMetrics(app: FastifyInstance, store: CatalogueStore, streams:
     },
   });
 
+  new Counter({
+    name: 'catalogue_list_steps_read_total',
+    help: 'Steps of rows the streamed v1 lists read from the database; each is read only once its client has taken the one before.',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(lists.stepsRead);
+    },
+  });
+  new Gauge({
+    name: 'catalogue_list_streams',
+    help: 'Streamed v1 lists open, by state: all of them (open), and those holding a step their client has not taken yet (waiting).',
+    labelNames: ['state'],
+    registers: [registry],
+    collect() {
+      this.set({ state: 'open' }, lists.open);
+      this.set({ state: 'waiting' }, lists.waiting);
+    },
+  });
   new Gauge({
     name: 'catalogue_change_streams',
     help: 'Change feed streams (server-sent events) open in this instance, catching up or live.',
@@ -149,6 +169,13 @@ export function useMetrics(app: FastifyInstance, store: CatalogueStore, streams:
     },
   });
   return { figures: () => registry.getMetricsAsJSON(), counterOf };
+}
+
+/** The parts of the app whose own figures `/metrics` serves. */
+export interface CountedParts {
+  readonly streams: Pick<ChangeStreams, 'open' | 'held' | 'dropped'>;
+  readonly hits: Pick<KeptHits, 'answered'>;
+  readonly lists: Readonly<WholeLists>;
 }
 
 export interface AnswerMetrics {

@@ -15,6 +15,8 @@ export const COMPRESS_MIN_BYTES = 1024;
  */
 const BROTLI_QUALITY = 5;
 const GZIP_LEVEL = 6;
+/** Brotli's window for a streamed answer: 2^20 bytes. */
+const STREAM_BROTLI_WINDOW_BITS = 20;
 
 /**
  * The coding to answer in for an `Accept-Encoding` header (RFC 9110 §12.5.3): the accepted one with the
@@ -66,7 +68,14 @@ export function compressBody(body: string | Buffer, coding: ContentCoding): Prom
  * answer is cut short rather than ended as if complete.
  */
 export function compressStream(source: Readable, coding: ContentCoding): Readable {
-  const encoder = coding === 'br' ? createBrotliCompress({ params: { [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY } }) : createGzip({ level: GZIP_LEVEL });
+  // Each encoder runs one chunk at a time on libuv's thread pool and takes no more input than it has
+  // given out (a stream's 16 KB on either side), so that lists compressed at once queue at most one task
+  // each. Brotli's window is 1 MB rather than its default 4: a list's JSON repeats within a few products,
+  // and each encoder holds its window and the tables over it for as long as its answer lasts.
+  const encoder =
+    coding === 'br'
+      ? createBrotliCompress({ params: { [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [constants.BROTLI_PARAM_LGWIN]: STREAM_BROTLI_WINDOW_BITS } })
+      : createGzip({ level: GZIP_LEVEL });
   // The error reaches whoever reads the encoder; nothing more to do here.
   pipeline(source, encoder, () => undefined);
   return encoder;

@@ -1,9 +1,9 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { CatalogueStore, Change } from '../storage/store.js';
-import { Turns } from '../turns.js';
-import { StreamMemory } from './stream-memory.js';
-import { changeWire } from './wire.js';
+import type { CatalogueStore, Change } from '../../storage/store.js';
+import { Turns } from '../../turns.js';
+import { type SharedStreamCount, StreamMemory } from './stream-memory.js';
+import { changeWire } from '../contract/wire.js';
 
 /** Changes read per query, while a stream catches up and while new ones are passed on. */
 const CHANGES_PER_READ = 1_000;
@@ -30,18 +30,6 @@ const PROBE_AFTER_END_MS = 100;
 
 /** The pause EventSource makes before reconnecting, which the stream asks for. */
 const RECONNECT_MS = 2_000;
-
-/**
- * Where the count of open streams, and of the memory they hold, is kept when several worker processes
- * share one instance's bounds.
- */
-export interface SharedStreamCount {
-  claimStream(max: number): Promise<boolean>;
-  releaseStream(): void;
-  /** Takes `bytes` of the streams' `budget` for this worker; false when that would go past it. */
-  claimStreamBytes(bytes: number, budget: number): Promise<boolean>;
-  releaseStreamBytes(bytes: number): void;
-}
 
 export interface ChangeStreamsOptions {
   /** Most streams open at once in this instance (across its workers, with `shared`). */

@@ -1,5 +1,5 @@
-import type { FieldErrors } from '../catalogue/product.js';
-import { truncate } from '../catalogue/truncate.js';
+import type { FieldErrors } from '../../catalogue/product.js';
+import { truncate } from '../../catalogue/truncate.js';
 
 /**
  * Digits of the largest safe integer (9007199254740991): a number written with more cannot be read

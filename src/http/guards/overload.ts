@@ -1,8 +1,8 @@
 import underPressure from '@fastify/under-pressure';
 import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
-import { HttpProblem } from './problem.js';
-import { problemResponse } from './responses.js';
+import { HttpProblem } from '../contract/problem.js';
+import { problemResponse } from '../contract/responses.js';
 
 /**
  * What the service does when offered more than it can serve. Past these limits a request is answered

@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import Type, { type Static } from 'typebox';
-import type { FieldErrors } from '../catalogue/product.js';
+import type { FieldErrors } from '../../catalogue/product.js';
 
 export const ProblemSchema = Type.Object(
   {

@@ -1,9 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import Type from 'typebox';
-import { WRITE_TOKEN_SCHEME } from './docs.js';
-import { HttpProblem } from './problem.js';
-import { problemResponse } from './responses.js';
+import { WRITE_TOKEN_SCHEME } from '../contract/docs.js';
+import { HttpProblem } from '../contract/problem.js';
+import { problemResponse } from '../contract/responses.js';
 
 const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const REALM = 'Bearer realm="catalogue"';

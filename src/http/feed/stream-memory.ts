@@ -1,4 +1,15 @@
-import type { SharedStreamCount } from './change-streams.js';
+
+/**
+ * Where the count of open streams, and of the memory they hold, is kept when several worker processes
+ * share one instance's bounds.
+ */
+export interface SharedStreamCount {
+  claimStream(max: number): Promise<boolean>;
+  releaseStream(): void;
+  /** Takes `bytes` of the streams' `budget` for this worker; false when that would go past it. */
+  claimStreamBytes(bytes: number, budget: number): Promise<boolean>;
+  releaseStreamBytes(bytes: number): void;
+}
 
 /**
  * How much of the instance's budget a worker takes at a time when it needs more: a page of changes is

@@ -1,8 +1,17 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { HitTarget } from './kept-hits.js';
-import type { FieldErrors } from '../catalogue/product.js';
-import { HttpProblem } from './problem.js';
+import type { FieldErrors } from '../../catalogue/product.js';
+import { HttpProblem } from '../contract/problem.js';
+
+/** What a request to a route with kept answers is, for its key: the target as sent and the parts the key may need. */
+export interface HitTarget {
+  /** The request target as sent, query included (origin form). */
+  readonly url: string;
+  /** The last path segment, for a route that ends in a parameter (`/product/:pk`); else empty. */
+  readonly param: string;
+  /** `http://` and the `Host` the client sent: what the links in an answer start with. */
+  readonly base: string;
+}
 
 /** A host name, IPv4 or bracketed IPv6 address, and an optional port: nothing a URL could misread. */
 const HOST_AND_PORT = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~-]+)(?::([0-9]{1,5}))?$/;

@@ -1,8 +1,8 @@
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
-import { DuplicateBarcodeError, InvalidProductError, PksExhaustedError, RestoreRunningError, SearchCatchingUpError, StoreBusyError, StoreTimeoutError, StoreUnavailableError } from '../catalogue/errors.js';
+import { DuplicateBarcodeError, InvalidProductError, PksExhaustedError, RestoreRunningError, SearchCatchingUpError, StoreBusyError, StoreTimeoutError, StoreUnavailableError } from '../../catalogue/errors.js';
 import { BODY_LIMIT_BYTES, UNSUPPORTED_MEDIA_TYPE } from './json-body.js';
-import { HttpProblem, sendProblem } from './problem.js';
-import { BUSY_RETRY_AFTER_SECONDS, STORE_RETRY_AFTER_SECONDS } from './responses.js';
+import { HttpProblem, sendProblem } from '../contract/problem.js';
+import { BUSY_RETRY_AFTER_SECONDS, STORE_RETRY_AFTER_SECONDS } from '../contract/responses.js';
 
 /**
  * Maps every error to a problem document, in one place: domain errors to their statuses, Fastify's

@@ -1,19 +1,11 @@
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { type AnswerHeaders, requestId } from './answer-headers.js';
-import { type CachedAnswers, notModified } from './cached-answers.js';
-import { STOP_BEGINS } from './connection/stop.js';
-import { countHeader, isValidHost } from './request-address.js';
-
-/** What a request to a route with kept answers is, for its key: the target as sent and the parts the key may need. */
-export interface HitTarget {
-  /** The request target as sent, query included (origin form). */
-  readonly url: string;
-  /** The last path segment, for a route that ends in a parameter (`/product/:pk`); else empty. */
-  readonly param: string;
-  /** `http://` and the `Host` the client sent: what the links in an answer start with. */
-  readonly base: string;
-}
+import type { FastifyBaseLogger } from 'fastify';
+import { type AnswerHeaders, requestId } from '../contract/answer-headers.js';
+import { type CachedAnswers, type KeptForm, notModified } from './cached-answers.js';
+import { STOP_BEGINS } from '../connection/stop.js';
+import type { LimitedClient } from '../guards/limits.js';
+import { countHeader, type HitTarget, isValidHost } from '../guards/request-address.js';
 
 /** A route whose answers a `CachedAnswers` keeps, as the listener finds them. */
 export interface HitRoute {
@@ -39,6 +31,18 @@ export interface HitSettings {
   counterOf(method: string, status: number, route: string): (seconds: number) => void;
   /** Whether the overload refusal would refuse a request now: such a request goes to Fastify, which refuses it. */
   underPressure(): boolean;
+  /**
+   * The app's logger where Fastify logs every request (`LOG_LEVEL` info and below): each kept answer is
+   * logged with the two lines Fastify writes for a routed one, with the same fields.
+   */
+  readonly requestLog?: FastifyBaseLogger;
+  /**
+   * The rate limit's own count of a request (limits.ts), where `RATE_LIMIT` is set: the headers a
+   * counted answer carries, or `undefined` where the routes must answer (over the limit, or no count).
+   */
+  countRequest?(client: LimitedClient): Promise<Record<string, string> | undefined>;
+  /** Whether `X-Forwarded-*` may name the client and host (`TRUST_PROXY`): then only Fastify reads them. */
+  readonly trustsProxy: boolean;
 }
 
 /** The settings Fastify hands its `serverFactory` (all of Fastify's options) that shape the server. */
@@ -69,9 +73,13 @@ const ASKING_MORE = ['content-length', 'transfer-encoding', 'expect', 'upgrade']
  * - a request pipelined behind an answer not yet written (`response.socket` is null until the answers
  *   before it are out), which the pipelined order may hold back;
  * - while the service is overloaded, so that the refusal answers it;
- * - once the service stops (`STOP_BEGINS`).
- * It is off where a request must meet more than that (the rate limit counts every request, and at
- * `LOG_LEVEL` info and below every request is logged): `serve` is then never called.
+ * - once the service stops (`STOP_BEGINS`);
+ * - where the client's address or host is needed (request log, rate limit) and a trusted proxy may
+ *   name them (`X-Forwarded-For`, `X-Forwarded-Host` under `TRUST_PROXY`).
+ * Where every request is logged, it writes Fastify's two lines (`incoming request`, `request completed`)
+ * through the app's logger with the same fields; where the rate limit is on, the limiter's own count
+ * (`createRateLimit`, the same store) counts it first, and a request over the limit goes to the routes,
+ * whose 429 is the answer (counting it again changes nothing it says: past the limit, 0 remain).
  */
 export class KeptHits {
   readonly #routes: HitRoute[] = [];
@@ -117,7 +125,7 @@ export class KeptHits {
    */
   readonly serverFactory = (fastifyListener: RequestListener, options: ServerSettings): Server => {
     const server = createServer(options.http ?? {}, (request, response) => {
-      if (!this.#answer(request, response)) fastifyListener(request, response);
+      if (!this.#answer(request, response, fastifyListener)) fastifyListener(request, response);
     });
     // Once the service stops, every request goes to Fastify (see STOP_BEGINS).
     server.once(STOP_BEGINS, () => {
@@ -136,8 +144,8 @@ export class KeptHits {
     return true;
   }
 
-  /** Writes the kept answer and says so, or says the request is Fastify's. */
-  #answer(request: IncomingMessage, response: ServerResponse): boolean {
+  /** Writes the kept answer (or hands it to the routes once counted) and says so, or says the request is Fastify's. */
+  #answer(request: IncomingMessage, response: ServerResponse, routes: RequestListener): boolean {
     const settings = this.#settings;
     if (settings === undefined || request.method !== 'GET' || response.socket === null) return false;
     // Timed to the end of `end()`, which hands the bytes to the socket: waiting for 'finish' would cost
@@ -164,15 +172,43 @@ export class KeptHits {
     const form = hit.answers.formNow(key, headers['accept-encoding']);
     if (form === undefined) return false;
 
-    const fields = settings.answerHeaders.fields(requestId(request), headers.origin);
+    const { countRequest } = settings;
+    if ((settings.requestLog !== undefined || countRequest !== undefined) && settings.trustsProxy) {
+      if (headers['x-forwarded-for'] !== undefined || headers['x-forwarded-host'] !== undefined) return false;
+    }
+    const id = requestId(request);
+    const client: LimitedClient = { method: 'GET', url, host, ip: request.socket.remoteAddress, headers, socket: request.socket };
+    if (countRequest === undefined) {
+      this.#write(settings, hit, form, id, client, response, started, undefined);
+      return true;
+    }
+    countRequest(client).then(
+      (limitFields) => {
+        if (limitFields === undefined) routes(request, response);
+        else this.#write(settings, hit, form, id, client, response, started, limitFields);
+      },
+      () => routes(request, response),
+    );
+    return true;
+  }
+
+  #write(settings: HitSettings, hit: CountedRoute, form: KeptForm, id: string, client: LimitedClient, response: ServerResponse, started: number, limitFields: Record<string, string> | undefined): void {
+    const { headers } = client;
+    // A child with the request id, as Fastify makes for each request: the same lines, the same fields.
+    const log = settings.requestLog?.child({ reqId: id });
+    log?.info({ req: client }, 'incoming request');
+    const fields = settings.answerHeaders.fields(id, headers.origin);
+    if (limitFields !== undefined) Object.assign(fields, limitFields);
     if (form.variesByEncoding) fields.Vary = fields.Vary === undefined ? 'Accept-Encoding' : `${fields.Vary}, Accept-Encoding`;
     if (notModified(headers['if-none-match'], form.etag)) {
       fields.ETag = form.etag;
       response.writeHead(304, fields);
       response.end();
       this.#answered += 1;
-      hit.notModified((performance.now() - started) / 1000);
-      return true;
+      const elapsed = performance.now() - started;
+      hit.notModified(elapsed / 1000);
+      log?.info({ res: { statusCode: 304 }, responseTime: elapsed }, 'request completed');
+      return;
     }
     // In the order the route writes them.
     if (form.coding !== undefined) fields['Content-Encoding'] = form.coding;
@@ -182,7 +218,8 @@ export class KeptHits {
     response.writeHead(200, fields);
     response.end(form.bytes);
     this.#answered += 1;
-    hit.ok((performance.now() - started) / 1000);
-    return true;
+    const elapsed = performance.now() - started;
+    hit.ok(elapsed / 1000);
+    log?.info({ res: { statusCode: 200 }, responseTime: elapsed }, 'request completed');
   }
 }

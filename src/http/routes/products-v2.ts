@@ -1,25 +1,25 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import Type from 'typebox';
-import type { Pagination } from '../config.js';
-import type { CatalogueStore, ProductPage } from '../storage/store.js';
+import type { Pagination } from '../../config.js';
+import type { CatalogueStore, ProductPage } from '../../storage/store.js';
 import {
   PAGE_NUMBER_SIZE,
   limitOffsetLinks,
   pageNumberLinks,
   parseLimitOffset,
   parsePage,
-} from './pagination.js';
-import { HttpProblem } from './problem.js';
+} from '../contract/pagination.js';
+import { HttpProblem } from '../contract/problem.js';
 import { resource } from './resource.js';
-import { CachedAnswers, serializeOk } from './cached-answers.js';
-import { ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from './responses.js';
-import { SearchPageSchema, type PageWire } from './schemas.js';
-import { linkedAnswerKey, linkedHitKey, requestAddress, type RequestAddress } from './request-address.js';
-import type { KeptHits } from './kept-hits.js';
-import { pageItemWire } from './wire.js';
-import { FILTER_PARAMETERS, hasFilter, productFilter } from './filters.js';
-import type { FieldErrors } from '../catalogue/product.js';
-import { SEARCH_COUNT_BOUND } from '../catalogue/search.js';
+import { CachedAnswers, serializeOk } from '../answers/cached-answers.js';
+import { ETAG_HEADER, STORE_UNAVAILABLE, jsonResponse, problemResponse } from '../contract/responses.js';
+import { SearchPageSchema, type PageWire } from '../contract/schemas.js';
+import { linkedAnswerKey, linkedHitKey, requestAddress, type RequestAddress } from '../guards/request-address.js';
+import type { KeptHits } from '../answers/kept-hits.js';
+import { pageItemWire } from '../contract/wire.js';
+import { FILTER_PARAMETERS, hasFilter, productFilter } from '../contract/filters.js';
+import type { FieldErrors } from '../../catalogue/product.js';
+import { SEARCH_COUNT_BOUND } from '../../catalogue/search.js';
 
 /** Memory for serialized pages of the current revision (about 4,000 pages of 100). */
 const PAGE_CACHE_BYTES = 32 * 1024 * 1024;

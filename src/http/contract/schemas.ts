@@ -1,8 +1,8 @@
 import Type, { type Static, type TSchema } from 'typebox';
-import { EAN13_FORM } from '../catalogue/ean13.js';
-import { PRICE_DECIMALS, PRICE_TEXT_PATTERN, PRICE_WHOLE_DIGITS } from '../catalogue/price.js';
-import { MAX_NAME_LENGTH, PRODUCT_FIELDS } from '../catalogue/product.js';
-import { SEARCH_COUNT_BOUND } from '../catalogue/search.js';
+import { EAN13_FORM } from '../../catalogue/ean13.js';
+import { PRICE_DECIMALS, PRICE_TEXT_PATTERN, PRICE_WHOLE_DIGITS } from '../../catalogue/price.js';
+import { MAX_NAME_LENGTH, PRODUCT_FIELDS } from '../../catalogue/product.js';
+import { SEARCH_COUNT_BOUND } from '../../catalogue/search.js';
 
 // The wire shapes, built from the catalogue's own rules so that the document, the answers' checks
 // and the page's types follow a change of rule. test/http/create-schema.test.ts checks the create

@@ -1,10 +1,11 @@
+import type { IncomingMessage } from 'node:http';
 import rateLimit from '@fastify/rate-limit';
-import type { FastifyInstance } from 'fastify';
-import type { RateLimit } from '../config.js';
-import type { WorkerGroup } from '../workers/worker-group.js';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { RateLimit } from '../../config.js';
+import type { WorkerGroup } from '../../workers/worker-group.js';
 import Type from 'typebox';
-import { HttpProblem } from './problem.js';
-import { problemResponse } from './responses.js';
+import { HttpProblem } from '../contract/problem.js';
+import { problemResponse } from '../contract/responses.js';
 
 /**
  * How long the server waits on a slow or silent client. They bound what a client that sends
@@ -26,12 +27,29 @@ export const TIMEOUTS = Object.freeze({
   checkEveryMs: 500,
 });
 
+/** What a request log line and the rate limit read of a request, as Fastify's request gives them. */
+export interface LimitedClient {
+  readonly method: string;
+  readonly url: string;
+  readonly host: string;
+  readonly ip: string | undefined;
+  readonly headers: IncomingMessage['headers'];
+  readonly socket: IncomingMessage['socket'];
+}
+
+/**
+ * Counts a request answered before routing (kept-hits.ts) with the rate limit's own count: the headers
+ * its answer carries, or `undefined` when it is over the limit and the routes must refuse it.
+ */
+export type CountRequest = (client: LimitedClient) => Promise<Record<string, string> | undefined>;
+
 /**
  * Caps requests per client address and window. Clients over the cap get a 429 problem document
  * with `Retry-After` (seconds); every answer carries the `X-RateLimit-*` headers. With workers, the
- * requests are counted across all of them.
+ * requests are counted across all of them. Gives the count of a request answered before routing:
+ * the same limiter and store, so that every request counts once.
  */
-export async function useRateLimit(app: FastifyInstance, limit: RateLimit, workerGroup?: WorkerGroup): Promise<void> {
+export async function useRateLimit(app: FastifyInstance, limit: RateLimit, workerGroup?: WorkerGroup): Promise<CountRequest> {
   // Every route limited from here on can answer 429; its documented answers say so.
   const tooMany = problemResponse(`More than ${limit.max} requests from this address in ${describeWindow(limit.windowMs)} (RATE_LIMIT).`, {
     'Retry-After': Type.String({ description: 'Seconds to wait before retrying.', examples: ['30'] }),
@@ -49,6 +67,19 @@ export async function useRateLimit(app: FastifyInstance, limit: RateLimit, worke
         headers: { 'Retry-After': String(Math.max(1, Math.ceil(context.ttl / 1000))) },
       }),
   });
+  const count = app.createRateLimit();
+  return async (client): Promise<Record<string, string> | undefined> => {
+    // The limiter reads the client's address (its key) and the route's own limit, which no route sets.
+    const counted = await count({ ip: client.ip, routeOptions: { config: {} } } as unknown as FastifyRequest);
+    if (counted.isAllowed) return {};
+    if (counted.isExceeded) return undefined;
+    // The headers the limiter's hook puts on a routed answer under the limit.
+    return {
+      'x-ratelimit-limit': String(counted.max),
+      'x-ratelimit-remaining': String(counted.remaining),
+      'x-ratelimit-reset': String(counted.ttlInSeconds),
+    };
+  };
 }
 
 /**

@@ -1,6 +1,6 @@
-import { formatPrice } from '../catalogue/price.js';
-import type { Product } from '../catalogue/product.js';
-import type { Change } from '../storage/store.js';
+import { formatPrice } from '../../catalogue/price.js';
+import type { Product } from '../../catalogue/product.js';
+import type { Change } from '../../storage/store.js';
 import type { ChangeWire, PageItemWire, ProductWire } from './schemas.js';
 
 export function productWire(product: Product): ProductWire {

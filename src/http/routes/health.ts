@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
-import { StoreUnavailableError } from '../catalogue/errors.js';
-import type { CatalogueStore } from '../storage/store.js';
-import type { WorkerGroup } from '../workers/worker-group.js';
+import { StoreUnavailableError } from '../../catalogue/errors.js';
+import type { CatalogueStore } from '../../storage/store.js';
+import type { WorkerGroup } from '../../workers/worker-group.js';
 import { resource } from './resource.js';
-import { STORE_UNAVAILABLE, jsonResponse } from './responses.js';
+import { STORE_UNAVAILABLE, jsonResponse } from '../contract/responses.js';
 
 const AliveSchema = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false });
 const ReadySchema = Type.Object({ status: Type.Literal('ready') }, { additionalProperties: false });

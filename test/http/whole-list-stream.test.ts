@@ -1,0 +1,111 @@
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import { setTimeout } from 'node:timers/promises';
+import { it, type TestContext } from 'node:test';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import type { DatabaseLocation } from '../../src/config.js';
+import { describeEachStore, type StoreTestContext } from '../helpers/each-store.js';
+import { send } from '../helpers/http.js';
+import { insertLongNamedProducts } from '../helpers/many-products.js';
+import { startServer, type RunningServer, type ServerOptions } from '../helpers/server.js';
+
+// The v1 list past the length kept whole is streamed in steps read from the database as the client
+// takes them (src/http/list-stream.ts). These servers stream it from a few hundred products on, in short
+// steps, so that a list of a few thousand spans many.
+
+const STREAMED = { wholeList: { keptMaxProducts: 100, stepRows: 200 } } satisfies ServerOptions;
+
+describeEachStore('the whole v1 list, streamed', { env: false, timeout: 120_000 }, (ctx) => {
+  it('is complete and the same bytes as the list kept whole, plain, gzip and br, read in steps', async (t) => {
+    const location = await catalogueOf(ctx, t, 3_000);
+    const whole = await serverOver(location, t, { inProcess: true });
+    const streamed = await serverOver(location, t, STREAMED);
+    const expected = await send(`${whole.url}/api/v1/shop/products`);
+    assert.equal(expected.status, 200);
+    assert.equal((expected.json as unknown[]).length, 3_000);
+    for (const coding of [undefined, 'gzip', 'br'] as const) {
+      const before = await listFigures(streamed);
+      const answer = await send(`${streamed.url}/api/v1/shop/products`, { headers: coding === undefined ? {} : { 'Accept-Encoding': coding } });
+      assert.equal(answer.status, 200);
+      assert.equal(answer.headers['content-encoding'], coding);
+      assert.equal(answer.headers.etag, undefined, 'a streamed list has no ETag');
+      const body = coding === 'gzip' ? gunzipSync(answer.bytes) : coding === 'br' ? brotliDecompressSync(answer.bytes) : answer.bytes;
+      assert.ok(body.equals(expected.bytes), `${coding ?? 'plain'}: ${body.length} bytes, ${expected.bytes.length} expected`);
+      const after = await listFigures(streamed);
+      // 3,000 rows in steps of 200: 15 full steps and the empty one that ends the list.
+      assert.equal(after.stepsRead - before.stepsRead, 16, coding);
+      assert.equal(after.open, 0);
+    }
+  });
+
+  it('reads no further than its client takes it, and a detail read is answered while it waits', async (t) => {
+    // Some 20 MB of list, 300 steps of 66 KB: far more than the sockets of a client that reads nothing
+    // take in (on loopback the sender's buffer grows to 4 MB, tcp_wmem's default maximum).
+    const location = await catalogueOf(ctx, t, 60_000);
+    const server = await serverOver(location, t, STREAMED);
+    const before = await listFigures(server);
+    const { hostname, port } = new URL(server.url);
+    // A client that asks for the list and then reads nothing: no 'data' listener, so its socket stops
+    // taking bytes once its own buffer is full.
+    const socket = connect(Number(port), hostname);
+    // Closed before the server stops, which would wait for the list.
+    try {
+      socket.write(`GET /api/v1/shop/products HTTP/1.1\r\nHost: ${hostname}:${port}\r\n\r\n`);
+      // Until the sockets are full: the list waits, and has read no step since the last look.
+      let figures = await listFigures(server);
+      for (let tries = 0, last = -1; tries < 500 && (figures.waiting === 0 || figures.stepsRead !== last); tries += 1) {
+        last = figures.stepsRead;
+        await setTimeout(20);
+        figures = await listFigures(server);
+      }
+      assert.equal(figures.waiting, 1, 'the list waits for its client');
+      const detail = await send(`${server.url}/api/v1/shop/product/1`);
+      assert.equal(detail.status, 200);
+      assert.equal((detail.json as { pk: number }).pk, 1);
+      figures = await listFigures(server);
+      assert.equal(figures.open, 1);
+      assert.equal(figures.waiting, 1, 'it still waits');
+      const read = figures.stepsRead - before.stepsRead;
+      assert.ok(read < 150, `${read} of the list's 301 steps were read for a client that took none`);
+      // A client gone ends its list.
+      socket.destroy();
+      for (let tries = 0; tries < 500 && figures.open > 0; tries += 1) {
+        await setTimeout(20);
+        figures = await listFigures(server);
+      }
+      assert.deepEqual({ open: figures.open, waiting: figures.waiting }, { open: 0, waiting: 0 });
+    } finally {
+      socket.destroy();
+    }
+  });
+});
+
+/** A fresh database, brought up to date, holding `count` products. */
+async function catalogueOf(ctx: StoreTestContext, t: TestContext, count: number): Promise<DatabaseLocation> {
+  const database = await ctx.freshDatabase(t);
+  await database.open();
+  await insertLongNamedProducts(database.location, count);
+  return database.location;
+}
+
+async function serverOver(location: DatabaseLocation, t: TestContext, options: ServerOptions): Promise<RunningServer> {
+  const server = await startServer(location, {}, options);
+  t.after(() => server.stop());
+  return server;
+}
+
+interface ListFigures {
+  readonly stepsRead: number;
+  readonly open: number;
+  readonly waiting: number;
+}
+
+async function listFigures(server: RunningServer): Promise<ListFigures> {
+  const { text } = await send(`${server.url}/metrics`);
+  const figure = (pattern: RegExp): number => Number(pattern.exec(text)?.[1]);
+  return {
+    stepsRead: figure(/^catalogue_list_steps_read_total (\d+)$/m),
+    open: figure(/^catalogue_list_streams\{state="open"\} (\d+)$/m),
+    waiting: figure(/^catalogue_list_streams\{state="waiting"\} (\d+)$/m),
+  };
+}
