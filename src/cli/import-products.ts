@@ -57,21 +57,27 @@ export interface RestoreResult extends RestoreOutcome {
  * field is ignored: the products get new pks (a restore keeps them).
  *
  * The file is read twice, streaming, so its size is bounded by the disk, not memory (only its
- * barcodes are kept): first every row is checked (product rules, a barcode repeated in the file or,
- * unless updating, already in the catalogue); then, if no row is bad or bad rows may be skipped, the
- * good rows are written in short steps, all or nothing (a failure undoes the steps done).
+ * barcodes are kept), both passes inside the import's bulk write: first every row is checked (product
+ * rules, a barcode repeated in the file or, unless updating, already in the catalogue); then, if no row
+ * is bad or bad rows may be skipped, the good rows are written in short steps, all or nothing (a
+ * failure undoes the steps done).
  *
- * @throws UnreadableFileError when the file is not in the format; DuplicateBarcodeError when another
- *   writer took a barcode between the passes. Nothing is imported then.
+ * @throws UnreadableFileError when the file is not in the format; DuplicateBarcodeError when a create
+ *   through the service took a barcode between the passes. Nothing is imported then.
  */
 export async function importProductFile(store: CatalogueStore, path: string, options: ImportOptions): Promise<ImportResult> {
   const use = options.update ? 'update' : 'add';
-  const { bad } = await findBadRows(store, path, options.format, use, (bytes) => options.onProgress?.('checking', bytes));
-  if (bad.length > 0 && !options.skipInvalid) return { added: 0, changed: 0, unchanged: 0, bad };
-
+  const bad: BadRow[] = [];
+  // Checked once the import's bulk write is under way: another bulk write started meanwhile waits for
+  // it (or stops), where it could otherwise take a barcode between the check and the write.
+  const check = async (): Promise<boolean> => {
+    bad.push(...(await findBadRows(store, path, options.format, use, (bytes) => options.onProgress?.('checking', bytes))).bad);
+    return bad.length === 0 || options.skipInvalid;
+  };
   const batches = goodRows(path, options.format, use, bad, (bytes) => options.onProgress?.('importing', bytes));
-  if (options.update) return { ...(await store.applyPriceList(batches, options.bulk)), bad };
-  return { added: await store.insertProducts(batches, options.bulk), changed: 0, unchanged: 0, bad };
+  const bulk = { ...options.bulk, check };
+  if (options.update) return { ...(await store.applyPriceList(batches, bulk)), bad };
+  return { added: await store.insertProducts(batches, bulk), changed: 0, unchanged: 0, bad };
 }
 
 /**

@@ -171,6 +171,27 @@ export class BulkWriteJournal {
     return undoSteps(this.#context, this.#id);
   }
 
+  /**
+   * `work`'s outcome, the bulk write kept alive meanwhile: a check that reads a whole file before the
+   * first step may take longer than ABANDONED_AFTER_MS, after which another process would undo it.
+   */
+  async whileAlive<T>(work: Promise<T>): Promise<T> {
+    let failed: unknown;
+    const beat = (): void => {
+      this.#context.writeDb.transaction().execute((trx) => this.#beat(trx)).catch((error: unknown) => {
+        failed ??= error;
+      });
+    };
+    const timer = setInterval(beat, HEARTBEAT_EVERY_MS);
+    try {
+      const outcome = await work;
+      if (failed !== undefined) throw failed;
+      return outcome;
+    } finally {
+      clearInterval(timer);
+    }
+  }
+
   async #beat(trx: Transaction<Database>): Promise<void> {
     const now = Date.now();
     const { numUpdatedRows } = await trx

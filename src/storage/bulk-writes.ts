@@ -7,7 +7,7 @@ import type { StateRow } from './dialect.js';
 import { NEW_PRODUCT_COLUMNS, newProductRow, type NewProductRow } from './product-row.js';
 import type { Database } from './schema.js';
 import type { StoreContext } from './store-context.js';
-import type { BulkOptions, PriceListOutcome, RestoreOptions, RestoreOutcome } from './store.js';
+import type { BulkOptions, CheckedBulkOptions, PriceListOutcome, RestoreOptions, RestoreOutcome } from './store.js';
 
 /** Rows per statement when many are read at once; well under every database's parameter limit. */
 const ROWS_PER_STATEMENT = 500;
@@ -39,15 +39,15 @@ export class BulkWrites {
     return found;
   }
 
-  insertProducts(batches: AsyncIterable<readonly NewProduct[]>, options: BulkOptions = {}): Promise<number> {
+  insertProducts(batches: AsyncIterable<readonly NewProduct[]>, options: CheckedBulkOptions = {}): Promise<number> {
     return this.#inSteps('import', batches, options, 0, async (journal, trx, chunk) => {
       const rows = await trx.insertInto('product').values(chunk.map(newProductRow)).returning('pk').execute();
       await journal.recordAdded(trx, rows.map((row) => row.pk));
       return rows.length;
-    }, (stored, added) => stored + added);
+    }, (stored, added) => stored + added, checkFirst(options));
   }
 
-  applyPriceList(batches: AsyncIterable<readonly NewProduct[]>, options: BulkOptions = {}): Promise<PriceListOutcome> {
+  applyPriceList(batches: AsyncIterable<readonly NewProduct[]>, options: CheckedBulkOptions = {}): Promise<PriceListOutcome> {
     let listed = 0;
     return this.#inSteps('price list', batches, options, { added: 0, changed: 0, unchanged: 0 }, async (journal, trx, chunk) => {
       const withList = sql`WITH price_list (ord, barcode, name, name_folded, price_cents) AS (${priceListRows(chunk, listed)})`;
@@ -73,7 +73,7 @@ export class BulkWrites {
       await journal.recordAdded(trx, added.map((row) => row.pk));
       const changed = Number(updated.numAffectedRows ?? 0);
       return { added: added.length, changed, unchanged: chunk.length - added.length - changed };
-    }, (total, step) => ({ added: total.added + step.added, changed: total.changed + step.changed, unchanged: total.unchanged + step.unchanged }));
+    }, (total, step) => ({ added: total.added + step.added, changed: total.changed + step.changed, unchanged: total.unchanged + step.unchanged }), checkFirst(options));
   }
 
   /**
@@ -99,15 +99,11 @@ export class BulkWrites {
   async restoreProducts(batches: AsyncIterable<readonly Product[]>, { replace, check, onRemoved, ...options }: RestoreOptions): Promise<RestoreOutcome> {
     const context = this.#context;
     let lastPk = 0;
-    let stopped = false;
     // Creates are refused while the restore's bulk write is under way (RESTORE_UNDER_WAY): the
     // products there when it checked its file are those there when it writes.
-    const begin = async (journal: BulkWriteJournal): Promise<void> => {
+    const begin = async (journal: BulkWriteJournal): Promise<boolean> => {
       const highestPk = await untilAborted(check(), options.signal);
-      if (highestPk === undefined) {
-        stopped = true;
-        return;
-      }
+      if (highestPk === undefined) return false;
       await journal.step(async (trx) => {
         const { count } = stateOf((await sql<StateRow>`${sql.raw(STATE_ROW)}`.execute(trx)).rows[0]);
         if (count > 0 && !replace) throw new CatalogueNotEmptyError(count);
@@ -116,6 +112,7 @@ export class BulkWrites {
         const highest = await trx.selectFrom('product').select((eb) => eb.fn.max('pk').as('pk')).executeTakeFirst();
         lastPk = Number(highest?.pk ?? 0);
       });
+      return true;
     };
     // The products there now, a batch of pks at a time; those created from now on stay.
     async function* present(): AsyncGenerator<RestoreItem[]> {
@@ -130,7 +127,6 @@ export class BulkWrites {
       }
     }
     async function* items(): AsyncGenerator<readonly RestoreItem[]> {
-      if (stopped) return;
       if (replace) yield* present();
       for await (const batch of batches) yield batch.map((product) => ({ restore: product }));
     }
@@ -156,8 +152,9 @@ export class BulkWrites {
 
   /**
    * Runs a bulk write over `batches` in steps of up to ROWS_PER_STEP items, each `step` in a transaction
-   * of its own, its outcomes added up with `add`, after `begin` (which may run steps of its own). On any
-   * failure, the steps done are undone.
+   * of its own, its outcomes added up with `add`, after `begin` (which may run steps of its own, and
+   * stops the bulk write with nothing more written when it gives false). On any failure, the steps done
+   * are undone.
    */
   async #inSteps<Item, Outcome, Total>(
     kind: BulkWriteKind,
@@ -166,12 +163,16 @@ export class BulkWrites {
     empty: Total,
     step: (journal: BulkWriteJournal, trx: Transaction<Database>, chunk: readonly Item[]) => Promise<Outcome>,
     add: (total: Total, outcome: Outcome) => Total,
-    begin?: (journal: BulkWriteJournal) => Promise<void>,
+    begin?: (journal: BulkWriteJournal) => Promise<boolean>,
   ): Promise<Total> {
     const journal = await BulkWriteJournal.start(this.#context, kind, options.wait);
     let chunk: readonly Item[] = [];
     try {
-      if (begin !== undefined) await begin(journal);
+      if (begin !== undefined && !(await journal.whileAlive(begin(journal)))) {
+        await journal.finish();
+        options.onFinished?.(journal.holds);
+        return empty;
+      }
       let total = empty;
       for await (const batch of stoppable(batches, options.signal)) {
         for (let start = 0; start < batch.length; start += ROWS_PER_STEP) {
@@ -201,6 +202,14 @@ export class BulkWrites {
     const [stored] = await this.existingBarcodes(barcodes);
     return new DuplicateBarcodeError(stored ?? barcodes.find((b, i) => barcodes.indexOf(b) !== i) ?? barcodes[0] ?? '');
   }
+}
+
+/**
+ * The `begin` of an import or a price list that checks its rows first: the check runs once the bulk
+ * write is under way, so that no other bulk write starts between the check and the write.
+ */
+function checkFirst({ check, signal }: CheckedBulkOptions): ((journal: BulkWriteJournal) => Promise<boolean>) | undefined {
+  return check === undefined ? undefined : () => untilAborted(check(), signal);
 }
 
 /** `promise`, or the signal's reason once it is aborted, whichever comes first. */

@@ -11,6 +11,7 @@ import { SearchReads } from './search-reads.js';
 import { StoreContext } from './store-context.js';
 import type {
   BulkOptions,
+  CheckedBulkOptions,
   BulkWait,
   CatalogueState,
   CatalogueStore,
@@ -107,11 +108,11 @@ export class KyselyCatalogueStore implements CatalogueStore {
     return this.#writes.findKeyedCreation(key, notBefore);
   }
 
-  insertProducts(batches: AsyncIterable<readonly NewProduct[]>, options?: BulkOptions): Promise<number> {
+  insertProducts(batches: AsyncIterable<readonly NewProduct[]>, options?: CheckedBulkOptions): Promise<number> {
     return this.#written(this.#bulk.insertProducts(batches, options));
   }
 
-  applyPriceList(batches: AsyncIterable<readonly NewProduct[]>, options?: BulkOptions): Promise<PriceListOutcome> {
+  applyPriceList(batches: AsyncIterable<readonly NewProduct[]>, options?: CheckedBulkOptions): Promise<PriceListOutcome> {
     return this.#written(this.#bulk.applyPriceList(batches, options));
   }
 

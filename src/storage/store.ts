@@ -102,13 +102,14 @@ export interface CatalogueStore {
   existingBarcodes(barcodes: readonly string[]): Promise<Set<string>>;
 
   /**
-   * Stores every product of every batch: all or nothing. Written in short steps (the write lock is
-   * never held for long), which readers see land one by one; on failure the steps done are undone.
+   * Stores every product of every batch, once `options.check` (if given) has passed: all or nothing.
+   * Written in short steps (the write lock is never held for long), which readers see land one by one;
+   * on failure the steps done are undone.
    * @returns how many products were stored.
    * @throws DuplicateBarcodeError when a barcode is taken; nothing is stored then.
    *   BulkWriteRunningError when another bulk write is under way.
    */
-  insertProducts(batches: AsyncIterable<readonly NewProduct[]>, options?: BulkOptions): Promise<number>;
+  insertProducts(batches: AsyncIterable<readonly NewProduct[]>, options?: CheckedBulkOptions): Promise<number>;
 
   /**
    * Brings the catalogue in line with a price list: all or nothing, in short steps as
@@ -118,7 +119,7 @@ export interface CatalogueStore {
    * @throws DuplicateBarcodeError when a barcode is added by another writer meanwhile; nothing is
    *   stored then. BulkWriteRunningError when another bulk write is under way.
    */
-  applyPriceList(batches: AsyncIterable<readonly NewProduct[]>, options?: BulkOptions): Promise<PriceListOutcome>;
+  applyPriceList(batches: AsyncIterable<readonly NewProduct[]>, options?: CheckedBulkOptions): Promise<PriceListOutcome>;
 
   /**
    * Removes the products with these barcodes: all or nothing, in short steps as `insertProducts`.
@@ -296,6 +297,16 @@ export interface BulkOptions {
   onFinished?(holds: { readonly longestMs: number; readonly steps: number }): void;
   /** Undone, except these removed products: another product took their barcode meanwhile. */
   onNotRestored?(barcodes: readonly string[]): void;
+}
+
+/** How an import or a price list is to be done. */
+export interface CheckedBulkOptions extends BulkOptions {
+  /**
+   * Checks the rows to be written once this bulk write is under way (another one started meanwhile
+   * waits for it or stops, as for any bulk write) and before anything is written: false stops it with
+   * nothing written.
+   */
+  check?(): Promise<boolean>;
 }
 
 /** How a restore is to be done. */

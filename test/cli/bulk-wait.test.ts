@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { open, writeFile } from 'node:fs/promises';
+import { open, rename, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { it, type TestContext } from 'node:test';
@@ -105,6 +105,41 @@ describeEachStore('bulk writes one at a time: --wait', { env: false, timeout: 12
     assert.deepEqual(await store.findProduct(products[0]!.pk), products[0]);
     assert.deepEqual(await held.finish(), { code: 0, signal: null });
     assert.equal((await store.describeCatalogue()).count, 1 + HELD_ROWS);
+  });
+
+  it('counts an import that is still checking its file as under way: a removal started meanwhile stops at once', async (t) => {
+    const shop = await catalogue(t, 1);
+    const { env, store, products, location } = shop;
+    const dir = folder(t);
+    const file = join(dir, 'checking.csv');
+    assert.equal((await runCommand({}, [file], { command: 'mkfifo' })).code, 0);
+    const rows = Array.from({ length: 10 }, (_, i) => `Checked ${i},${uniqueBarcode()},1.00\n`).join('');
+    const child = await startCli('import', [file], env);
+    t.after(() => child.process.kill('SIGKILL'));
+    // The check pass reads the first rows and waits for the rest of the file.
+    const pipe = await open(file, 'w');
+    t.after(() => pipe.close().catch(() => undefined));
+    await pipe.write(`name,barcode,price\n${rows}`);
+    let running: { owner: string; started_at: number | string } | undefined;
+    await passesWithin(30_000, async () => {
+      [running] = await outsideSql<{ owner: string; started_at: number | string }>(location, 'SELECT owner, started_at FROM bulk_write');
+      assert.ok(running !== undefined, 'the import checking its file has started its bulk write');
+    }, 20);
+    const since = new Date(Number(running!.started_at)).toISOString();
+    assert.deepEqual(await runCli('remove', [products[0]!.barcode], env), {
+      code: 1,
+      stdout: '',
+      stderr: `Another import is under way (${running!.owner}, since ${since}); one bulk write runs at a time. Try again when it has finished. Nothing was removed.\n`,
+    });
+    assert.deepEqual(await store.findProduct(products[0]!.pk), products[0]);
+    // The writing pass opens the file again: it finds a plain file of the same rows put in the pipe's
+    // place, while the check, which still reads the pipe, ends when the pipe is closed.
+    const plain = join(dir, 'plain.csv');
+    await writeFile(plain, `name,barcode,price\n${rows}`);
+    await rename(plain, file);
+    await pipe.close();
+    assert.deepEqual(await child.exited, { code: 0, signal: null }, child.stderr());
+    assert.equal((await store.describeCatalogue()).count, 11);
   });
 
   it('with --wait, a price list and a removal wait for the import under way, saying so, and then run in turn', async (t) => {
