@@ -227,6 +227,16 @@ describeEachStore('the live change feed: text/event-stream', { env: { CHANGE_STR
     assert.equal(garbage.status, 400);
     await garbage.ended;
     assert.deepEqual(JSON.parse(garbage.text()).errors, { 'Last-Event-ID': ['"abc" is not a whole number ≥ 0 in plain digits.'] });
+    // Quoted as sent: full-width digits, in UTF-8 (Node's client sends a header's characters as bytes).
+    const wide = await openEventStream(streamUrl(), { 'Last-Event-ID': Buffer.from('１２', 'utf8').toString('latin1') });
+    assert.equal(wide.status, 400);
+    await wide.ended;
+    assert.deepEqual(JSON.parse(wide.text()).errors, { 'Last-Event-ID': ['"１２" is not a whole number ≥ 0 in plain digits.'] });
+    // Last-Event-ID wins over since, but a since that is no version is refused all the same.
+    const badSince = await openEventStream(streamUrl('?since=abc'), { 'Last-Event-ID': '0' });
+    assert.equal(badSince.status, 400);
+    await badSince.ended;
+    assert.deepEqual(JSON.parse(badSince.text()).errors, { since: ['"abc" is not a whole number ≥ 0 in plain digits.'] });
     const ahead = await openEventStream(streamUrl(), { 'Last-Event-ID': '999999999' });
     assert.equal(ahead.status, 409);
     // A refusal of the stream is no refusal of the page: caches must keep them apart.

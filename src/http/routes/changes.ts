@@ -146,14 +146,19 @@ function readChangesQuery(params: URLSearchParams): { since: number; limit: numb
   return { since: since ?? 0, limit: Math.min(limit ?? CHANGES_LIMIT.default, CHANGES_LIMIT.max) };
 }
 
-/** Where a stream starts: after `Last-Event-ID` when the client sends one (EventSource resuming), else after `since`. */
+/**
+ * Where a stream starts: after `Last-Event-ID` when the client sends one (EventSource resuming), else
+ * after `since`. Both are checked whichever wins: a `since` that is no version is a 400 either way.
+ */
 function readStart(request: FastifyRequest, params: URLSearchParams): number {
   const errors: FieldErrors = {};
   const header = request.headers['last-event-id'];
-  const given = header === undefined ? undefined : new URLSearchParams((Array.isArray(header) ? header : [header]).map((value) => ['Last-Event-ID', value]));
-  const start = given === undefined ? wholeNumber(params, 'since', 0, errors) : wholeNumber(given, 'Last-Event-ID', 0, errors);
+  // Node hands header bytes over one per character (latin1): read as UTF-8, a message quotes them as sent.
+  const sent = header === undefined ? [] : (Array.isArray(header) ? header : [header]).map((value) => Buffer.from(value, 'latin1').toString('utf8'));
+  const since = wholeNumber(params, 'since', 0, errors);
+  const resumed = header === undefined ? undefined : wholeNumber(new URLSearchParams(sent.map((value) => ['Last-Event-ID', value])), 'Last-Event-ID', 0, errors);
   if (Object.keys(errors).length > 0) throw new HttpProblem(400, 'The change feed parameters are not valid.', { errors });
-  return start ?? 0;
+  return resumed ?? since ?? 0;
 }
 
 function aheadOfCatalogue(since: number, version: number, parameter: 'since' | 'Last-Event-ID'): HttpProblem {
