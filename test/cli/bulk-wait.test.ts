@@ -63,8 +63,15 @@ async function startHeldImport(t: TestContext, { env, store, location }: Catalog
   t.after(() => child.process.kill('SIGKILL'));
   const unlessEnded = <T>(step: Promise<T>): Promise<T> =>
     Promise.race([step, child.exited.then(({ code, signal }) => assert.fail(`the import ended (${signal ?? code}) before it was held: ${child.stderr()}`))]);
-  // The check reads the whole file; then the bulk write starts, and opens the file again to write its rows.
-  await unlessEnded(writeFile(file, `name,barcode,price\n${rows.join('')}`));
+  // The check reads the whole pipe; then the import opens the file again to write its rows. Another pipe
+  // takes the first's place before the check reaches its end, so that the writing pass opens the second
+  // (a writer opened before the check has closed its end would feed the check instead).
+  const checking = await unlessEnded(open(file, 'w'));
+  await checking.write(`name,barcode,price\n${rows.join('')}`);
+  const second = join(dir, 'second.csv');
+  assert.equal((await runCommand({}, [second], { command: 'mkfifo' })).code, 0);
+  await rename(second, file);
+  await checking.close();
   let running: { owner: string; started_at: number | string } | undefined;
   await passesWithin(30_000, async () => {
     [running] = await outsideSql<{ owner: string; started_at: number | string }>(location, 'SELECT owner, started_at FROM bulk_write');

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { createWriteStream, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { it, type TestContext } from 'node:test';
@@ -150,7 +150,15 @@ describeEachStore('catalogue restore', { env: false, timeout: 120_000 }, (ctx) =
       const rows = Array.from({ length: 1_500 }, (_, i) => `${i + 10},Restored ${i + 1},${uniqueBarcode()},1.00`);
       const child = await startCli('restore', ['--replace', pipe], env);
       t.after(() => child.process.kill('SIGKILL'));
-      await writeFile(pipe, ['pk,name,barcode,price', ...rows, ''].join('\n'));
+      // The check reads the pipe to its end; another pipe takes its place before that end, so that the
+      // writing pass, opening the file again, finds the second (a writer opened before the check has
+      // closed its end would feed the check instead).
+      const checking = await open(pipe, 'w');
+      await checking.write(['pk,name,barcode,price', ...rows, ''].join('\n'));
+      const second = join(dir, 'second.csv');
+      execFileSync('mkfifo', [second]);
+      renameSync(second, pipe);
+      await checking.close();
       const writing = createWriteStream(pipe);
       t.after(() => writing.destroy());
       writing.write(['pk,name,barcode,price', ...rows.slice(0, 1_200), ''].join('\n'));
