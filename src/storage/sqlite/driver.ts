@@ -54,6 +54,7 @@ interface NodeStatementSync {
   all(...params: unknown[]): unknown[];
   run(...params: unknown[]): RunResult;
   iterate(...params: unknown[]): IterableIterator<unknown>;
+  setReadBigInts(enabled: boolean): void;
 }
 
 /**
@@ -168,7 +169,15 @@ class NodeSqliteStatement<Params extends unknown[], Row> implements SqliteStatem
   }
 
   run(...params: Params): RunResult {
-    return this.#statement.run(...spread(params));
+    // The connection's last rowid can be past 2^53 - 1 (a row the pk bound's trigger refused still leaves
+    // its rowid there), which newer Nodes refuse to give as a number after the statement has run: a
+    // COMMIT would throw having committed. As BigInts, it is given as it is.
+    this.#statement.setReadBigInts(true);
+    try {
+      return this.#statement.run(...spread(params));
+    } finally {
+      this.#statement.setReadBigInts(false);
+    }
   }
 
   *iterate(...params: Params): IterableIterator<Row> {
