@@ -11,6 +11,7 @@ import { TIMEOUTS, useRateLimit } from './http/guards/limits.js';
 import { connectionRefusals, useConnectionHandling } from './http/connection/connection-handling.js';
 import { KeptHits } from './http/answers/kept-hits.js';
 import { useMetrics } from './http/observability/metrics.js';
+import { logAbortedRequests, OneLinePerRequest } from './http/observability/logging.js';
 import { changes } from './http/routes/changes.js';
 import { ChangeStreams } from './http/feed/change-streams.js';
 import { declareOverloadAnswer, useOverloadRefusal } from './http/guards/overload.js';
@@ -57,6 +58,7 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   const hits = new KeptHits({ maxParamLength: MAX_PARAM_LENGTH });
   const app = Fastify({
     logger,
+    logController: new OneLinePerRequest(),
     // Kept answers are written from the server's listener, ahead of Fastify (kept-hits.ts).
     serverFactory: hits.serverFactory,
     bodyLimit: BODY_LIMIT_BYTES,
@@ -95,6 +97,7 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   useProblemErrors(app);
   useStrictJsonBodies(app);
   useConnectionHandling(app, answerHeaders);
+  logAbortedRequests(app);
   useAnswerHeaders(app, answerHeaders);
   useHostCheck(app);
   usePageMethods(app);
@@ -141,7 +144,7 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
 /** A longer path parameter reaches no route: see the router's options below. */
 const MAX_PARAM_LENGTH = 200;
 
-/** Levels at which Fastify logs every request (`incoming request`, `request completed`). */
+/** Levels at which every request is logged (one line each, logging.ts). */
 const REQUEST_LOG_LEVELS: ReadonlySet<string> = new Set(['info', 'debug', 'trace']);
 
 function trustProxySetting(trust: Config['trustProxy']): boolean | string[] | ((address: string, hop: number) => boolean) {

@@ -113,7 +113,7 @@ describe('npm start', { timeout: 360_000 }, () => {
   // passes its own signal on, so the service hears it twice.
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     it(`stops gracefully when ${signal} reaches npm and the service at once`, async (t) => {
-      const service = await started(t, run('npm', ['start'], { DATABASE_URL: await freshDatabase(t) }));
+      const service = await started(t, run('npm', ['start'], { DATABASE_URL: await freshDatabase(t), LOG_LEVEL: 'debug' }));
       // A create whose body is still arriving keeps the service stopping while the second signal comes.
       const body = JSON.stringify({ name: 'Last one in', barcode: uniqueBarcode(), price: '1.00' });
       const req = request(`${service.url}/api/v1/shop/product/`, {

@@ -13,7 +13,7 @@ describe('the server process', () => {
   it('on SIGTERM finishes the request in flight, refuses new connections, and exits 0', { timeout: 180_000 }, async (t) => {
     const { location, drop } = await sqlite.create();
     t.after(drop);
-    const server = await spawnServer({ DATABASE_URL: databaseUrl(location) });
+    const server = await spawnServer({ DATABASE_URL: databaseUrl(location), LOG_LEVEL: 'debug' });
     t.after(() => server.process.kill('SIGKILL'));
 
     // A create whose body is still arriving when the signal comes.
@@ -64,7 +64,7 @@ describe('the server process', () => {
   it('on SIGTERM answers a keep-alive request still arriving and the creates pipelined behind it, the last with Connection: close, closes connections owing nothing, and exits 0 at once', { timeout: 180_000 }, async (t) => {
     const { location, drop } = await sqlite.create();
     t.after(drop);
-    const server = await spawnServer({ DATABASE_URL: databaseUrl(location) });
+    const server = await spawnServer({ DATABASE_URL: databaseUrl(location), LOG_LEVEL: 'debug' });
     t.after(() => server.process.kill('SIGKILL'));
     const { hostname, port } = new URL(server.url);
     const open = (): Promise<ReturnType<typeof connect>> =>

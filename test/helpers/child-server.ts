@@ -19,7 +19,7 @@ export interface LogLine {
   readonly msg?: string;
   readonly level?: number;
   readonly pid?: number;
-  /** The request a line of Fastify's is about (`incoming request`, `request completed`). */
+  /** The request a request's line is about (`request completed`; at LOG_LEVEL debug, `incoming request`). */
   readonly req?: { readonly method?: string; readonly url?: string };
 }
 
@@ -185,7 +185,10 @@ export async function servingAt(child: Child): Promise<string> {
   return /^serving at (\S+) with /.exec(serving.msg!)![1]!;
 }
 
-/** Accepts Fastify's log line for a `method` request whose head has arrived: its body may still be on its way. */
+/**
+ * Accepts the log line of a `method` request whose head has arrived: its body may still be on its way.
+ * The service writes it at LOG_LEVEL debug only.
+ */
 export function requestArrived(method: string): (line: LogLine) => boolean {
   return (line) => line.msg === 'incoming request' && line.req?.method === method;
 }

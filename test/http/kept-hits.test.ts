@@ -157,31 +157,35 @@ describeEachStore('kept answers written before routing', { env: false }, (ctx) =
     assert.deepEqual([...raw.matchAll(/"pk":(\d+)/g)].map((match) => Number(match[1])), [products[0]!.pk, products[1]!.pk, products[0]!.pk]);
   });
 
-  it('logs a kept answer at LOG_LEVEL info with the lines and fields of a routed one', async (t) => {
-    const lines: string[] = [];
-    const stream = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        lines.push(...chunk.toString('utf8').split('\n').filter((line) => line !== ''));
-        done();
-      },
+  // One line a request at info; at debug, the line of its arrival before it, as for a routed request.
+  for (const [level, messages] of [['info', ['request completed']], ['debug', ['incoming request', 'request completed']]] as const) {
+    it(`logs a kept answer at LOG_LEVEL ${level} with the lines and fields of a routed one`, async (t) => {
+      const lines: string[] = [];
+      const stream = new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          lines.push(...chunk.toString('utf8').split('\n').filter((line) => line !== ''));
+          done();
+        },
+      });
+      const server = await serverFor(ctx, t, {}, { logger: { ...loggerOptions(level), stream } });
+      const product = await createProduct(server.url);
+      await untilNoticesHeard(server);
+      const url = `${server.url}/api/v1/shop/product/${product.pk}`;
+      const headers = { 'User-Agent': 'till/7' };
+      const routed = await send(url, { headers: { ...headers, 'X-Request-Id': 'routed-1' } });
+      const before = await answeredEarly(server);
+      const early = await send(url, { headers: { ...headers, 'X-Request-Id': 'early-1' } });
+      const notModified = await send(url, { headers: { ...headers, 'X-Request-Id': 'early-2', 'If-None-Match': routed.headers.etag! } });
+      assert.equal(await answeredEarly(server), before + 2, 'both were answered before routing');
+      assert.equal(early.status, 200);
+      assert.equal(notModified.status, 304);
+      const routedLines = logLinesOf(lines, 'routed-1');
+      assert.deepEqual(routedLines.map((line) => line.msg), messages);
+      assert.deepEqual(routedLines.at(-1)!.req, { method: 'GET', url: `/api/v1/shop/product/${product.pk}`, host: new URL(server.url).host, remoteAddress: '127.0.0.1', userAgent: 'till/7' });
+      assert.deepEqual(logLinesOf(lines, 'early-1'), routedLines);
+      assert.deepEqual(logLinesOf(lines, 'early-2'), routedLines.map((line) => (line.res === undefined ? line : { ...line, res: { statusCode: 304 } })));
     });
-    const server = await serverFor(ctx, t, {}, { logger: { ...loggerOptions('info'), stream } });
-    const product = await createProduct(server.url);
-    await untilNoticesHeard(server);
-    const url = `${server.url}/api/v1/shop/product/${product.pk}`;
-    const headers = { 'User-Agent': 'till/7' };
-    const routed = await send(url, { headers: { ...headers, 'X-Request-Id': 'routed-1' } });
-    const before = await answeredEarly(server);
-    const early = await send(url, { headers: { ...headers, 'X-Request-Id': 'early-1' } });
-    const notModified = await send(url, { headers: { ...headers, 'X-Request-Id': 'early-2', 'If-None-Match': routed.headers.etag! } });
-    assert.equal(await answeredEarly(server), before + 2, 'both were answered before routing');
-    assert.equal(early.status, 200);
-    assert.equal(notModified.status, 304);
-    const routedLines = logLinesOf(lines, 'routed-1');
-    assert.deepEqual(routedLines.map((line) => line.msg), ['incoming request', 'request completed']);
-    assert.deepEqual(logLinesOf(lines, 'early-1'), routedLines);
-    assert.deepEqual(logLinesOf(lines, 'early-2'), routedLines.map((line) => (line.res === undefined ? line : { ...line, res: { statusCode: 304 } })));
-  });
+  }
 
   it('counts a kept answer against RATE_LIMIT and refuses one over it with the routes\' own 429', async (t) => {
     const max = 5;

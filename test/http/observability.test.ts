@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, describe, it } from 'node:test';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect } from 'node:net';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { TIMEOUTS } from '../../src/http/guards/limits.js';
@@ -83,6 +83,68 @@ describe('logs', () => {
     const entries = lines.map((line) => JSON.parse(line) as { reqId?: string; msg?: string });
     assert.ok(entries.some((e) => e.reqId === 'trace-1' && e.msg === 'request completed'), lines.join('\n'));
     assert.doesNotMatch(lines.join('\n'), new RegExp(token));
+  });
+});
+
+describe('the request log', () => {
+  it('writes one line a request with its fields, at debug the line of its arrival too, and a line for a request whose client left before its answer', async () => {
+    const lines: Record<string, unknown>[] = [];
+    let heard: ((line: Record<string, unknown>) => void) | undefined;
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const text of chunk.toString('utf8').split('\n')) {
+          if (text === '') continue;
+          const line = JSON.parse(text) as Record<string, unknown>;
+          lines.push(line);
+          heard?.(line);
+        }
+        done();
+      },
+    });
+    const lineOf = (id: string, msg: string): Promise<Record<string, unknown>> => {
+      const found = lines.find((line) => line.reqId === id && line.msg === msg);
+      if (found !== undefined) return Promise.resolve(found);
+      // 30 s: a bound for a line that never comes, not a figure of speed.
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no "${msg}" line for ${id} in 30 s:\n${lines.map((line) => JSON.stringify(line)).join('\n')}`)), 30_000);
+        heard = (line) => {
+          if (line.reqId !== id || line.msg !== msg) return;
+          clearTimeout(timer);
+          resolve(line);
+        };
+      });
+    };
+    const { location, drop } = await sqlite.create();
+    const store = await openStore(location);
+    const app = await buildApp({ config: loadConfig({}), store, logger: { ...loggerOptions('debug'), stream } });
+    try {
+      await app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = app.server.address() as AddressInfo;
+      const url = `http://127.0.0.1:${port}`;
+      const body = JSON.stringify({ name: 'Logged once', barcode: uniqueBarcode(), price: '1.00' });
+      assert.equal((await postJson(`${url}/api/v1/shop/product/`, body, { 'X-Request-Id': 'one-1', 'User-Agent': 'till/7' })).status, 201);
+      const completed = await lineOf('one-1', 'request completed');
+      assert.deepEqual(lines.filter((line) => line.reqId === 'one-1').map((line) => line.msg), ['incoming request', 'request completed']);
+      assert.deepEqual(completed.req, { method: 'POST', url: '/api/v1/shop/product/', host: `127.0.0.1:${port}`, remoteAddress: '127.0.0.1', userAgent: 'till/7' });
+      assert.deepEqual(completed.res, { statusCode: 201 });
+      assert.equal(typeof completed.responseTime, 'number');
+      assert.equal(completed.level, 30);
+
+      // A create whose client goes away with half its body sent: no answer is finished, and yet a line.
+      const socket = connect(port, '127.0.0.1');
+      socket.on('error', () => {});
+      socket.write(`POST /api/v1/shop/product/ HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nX-Request-Id: gone-1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`);
+      await lineOf('gone-1', 'incoming request');
+      socket.destroy();
+      const aborted = await lineOf('gone-1', 'request aborted');
+      assert.deepEqual(aborted.req, { method: 'POST', url: '/api/v1/shop/product/', host: `127.0.0.1:${port}`, remoteAddress: '127.0.0.1' });
+      assert.equal(aborted.level, 30);
+    } finally {
+      await app.close();
+      await store.close();
+      await drop();
+    }
+    assert.equal(lines.filter((line) => line.reqId === 'gone-1' && line.msg === 'request completed').length, 0);
   });
 });
 

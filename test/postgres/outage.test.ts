@@ -207,7 +207,7 @@ describe('PostgreSQL silent when the service is stopped', { skip: postgres.skip 
     const proxied = new URL(location.url);
     proxied.hostname = '127.0.0.1';
     proxied.port = String(proxy.port);
-    const server = await spawnServer({ DATABASE_URL: databaseUrl({ kind: 'postgres', url: proxied.toString() }), WORKERS: '1' });
+    const server = await spawnServer({ DATABASE_URL: databaseUrl({ kind: 'postgres', url: proxied.toString() }), WORKERS: '1', LOG_LEVEL: 'debug' });
     t.after(() => server.process.kill('SIGKILL'));
     // A service just started may still call itself overloaded for a moment on a busy machine.
     await passesWithin(5_000, async () => void (await createProduct(server.url, { name: 'Espresso 1 kg' })), 100);

@@ -66,7 +66,7 @@ function keptConnection(t: TestContext): Agent {
 async function workerServing(server: ChildServer, agent: Agent): Promise<number> {
   const probe = `/api/v1/shop/product/${900_000_000 + Math.floor(Math.random() * 1_000_000)}`;
   assert.equal((await send(`${server.url}${probe}`, { agent })).status, 404);
-  return (await server.waitForLog((l) => l.msg === 'incoming request' && l.req?.url === probe)).pid!;
+  return (await server.waitForLog((l) => l.msg === 'request completed' && l.req?.url === probe)).pid!;
 }
 
 /** Creates a product over `agent`'s connection; fails unless it is answered 201 within 30 s (a bound for a hang). */

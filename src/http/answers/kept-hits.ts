@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { type AnswerHeaders, requestId } from '../contract/answer-headers.js';
 import { type CachedAnswers, type KeptForm, notModified } from './cached-answers.js';
 import { STOP_BEGINS } from '../connection/stop.js';
+import { REQUEST_LINE } from '../observability/logging.js';
 import type { LimitedClient } from '../guards/limits.js';
 import { countHeader, type HitTarget, isValidHost } from '../guards/request-address.js';
 
@@ -32,8 +33,8 @@ export interface HitSettings {
   /** Whether the overload refusal would refuse a request now: such a request goes to Fastify, which refuses it. */
   underPressure(): boolean;
   /**
-   * The app's logger where Fastify logs every request (`LOG_LEVEL` info and below): each kept answer is
-   * logged with the two lines Fastify writes for a routed one, with the same fields.
+   * The app's logger where every request is logged (`LOG_LEVEL` info and below): each kept answer is
+   * logged with the one line a routed one gets (logging.ts), with the same fields.
    */
   readonly requestLog?: FastifyBaseLogger;
   /**
@@ -76,8 +77,8 @@ const ASKING_MORE = ['content-length', 'transfer-encoding', 'expect', 'upgrade']
  * - once the service stops (`STOP_BEGINS`);
  * - where the client's address or host is needed (request log, rate limit) and a trusted proxy may
  *   name them (`X-Forwarded-For`, `X-Forwarded-Host` under `TRUST_PROXY`).
- * Where every request is logged, it writes Fastify's two lines (`incoming request`, `request completed`)
- * through the app's logger with the same fields; where the rate limit is on, the limiter's own count
+ * Where every request is logged, it writes the one line a routed request gets (`request completed`,
+ * logging.ts) through the app's logger with the same fields; where the rate limit is on, the limiter's own count
  * (`createRateLimit`, the same store) counts it first, and a request over the limit goes to the routes,
  * whose 429 is the answer (counting it again changes nothing it says: past the limit, 0 remain).
  */
@@ -178,6 +179,8 @@ export class KeptHits {
     }
     const id = requestId(request);
     const client: LimitedClient = { method: 'GET', url, host, ip: request.socket.remoteAddress, headers, socket: request.socket };
+    // A no-op below LOG_LEVEL debug, as a routed request's (logging.ts).
+    settings.requestLog?.debug({ reqId: id, req: client }, 'incoming request');
     if (countRequest === undefined) {
       this.#write(settings, hit, form, id, client, response, started, undefined);
       return true;
@@ -194,9 +197,6 @@ export class KeptHits {
 
   #write(settings: HitSettings, hit: CountedRoute, form: KeptForm, id: string, client: LimitedClient, response: ServerResponse, started: number, limitFields: Record<string, string> | undefined): void {
     const { headers } = client;
-    // A child with the request id, as Fastify makes for each request: the same lines, the same fields.
-    const log = settings.requestLog?.child({ reqId: id });
-    log?.info({ req: client }, 'incoming request');
     const fields = settings.answerHeaders.fields(id, headers.origin);
     if (limitFields !== undefined) Object.assign(fields, limitFields);
     if (form.variesByEncoding) fields.Vary = fields.Vary === undefined ? 'Accept-Encoding' : `${fields.Vary}, Accept-Encoding`;
@@ -207,7 +207,7 @@ export class KeptHits {
       this.#answered += 1;
       const elapsed = performance.now() - started;
       hit.notModified(elapsed / 1000);
-      log?.info({ res: { statusCode: 304 }, responseTime: elapsed }, 'request completed');
+      settings.requestLog?.info({ reqId: id, req: client, res: { statusCode: 304 }, responseTime: elapsed }, REQUEST_LINE);
       return;
     }
     // In the order the route writes them.
@@ -220,6 +220,8 @@ export class KeptHits {
     this.#answered += 1;
     const elapsed = performance.now() - started;
     hit.ok(elapsed / 1000);
-    log?.info({ res: { statusCode: 200 }, responseTime: elapsed }, 'request completed');
+    // The fields of the routed line, the request id first as a child logger binds it; no child is made,
+    // since one line has no other to share it with.
+    settings.requestLog?.info({ reqId: id, req: client, res: { statusCode: 200 }, responseTime: elapsed }, REQUEST_LINE);
   }
 }
