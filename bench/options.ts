@@ -58,7 +58,7 @@ const USAGE = `npm run bench -- [--size N] [--duration SECONDS] [--warmup SECOND
                   (imports, price lists, SQL updates and a start after a plain load; 100,000 and 1,000,000 rows, or N)
        npm run bench -- --sync [--size N] [--rounds N] [--database postgres://...] [--smoke]
                   (a whole copy through the change feed against the v1 list, in CPU seconds; 1,000,000 products, or N)
-       npm run bench -- --search [--names bench|shop] [--size N] [--duration SECONDS] [--workers N] [--database postgres://...] [--smoke]
+       npm run bench -- --search [--names bench|shop] [--size N] [--duration SECONDS] [--rounds N] [--workers N] [--database postgres://...] [--smoke]
                   (searches that are not cached, rare and common terms, and details beside short searches; 1,000,000 products,
                    or N; --names shop: names of a shop's catalogue, in several languages, with sizes, codes and brands of several words)
        npm run bench -- --slow-readers [--streams N] [--size N] [--connections N] [--duration SECONDS]

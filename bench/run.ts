@@ -56,7 +56,7 @@ async function main(): Promise<number> {
     return runLists({ dist: join(ROOT, 'dist'), database: options.database, size: options.size, clients, workers, env: serviceSettings(options), smoke: options.smoke });
   }
   if (options.search) {
-    return runSearch({ dist: join(ROOT, 'dist'), database: options.database, size: options.size, duration: options.duration, workers: options.workers[0]!, leftOut: SETTINGS_LEFT_OUT, names: options.names });
+    return runSearch({ dist: join(ROOT, 'dist'), database: options.database, size: options.size, duration: options.duration, rounds: options.rounds, workers: options.workers[0]!, leftOut: SETTINGS_LEFT_OUT, names: options.names });
   }
   const all = buildScenarios(options.size);
   const unknown = options.only.filter((name) => !all.some((s) => s.name === name));
