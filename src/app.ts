@@ -97,7 +97,7 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   useProblemErrors(app);
   useStrictJsonBodies(app);
   useConnectionHandling(app, answerHeaders);
-  logAbortedRequests(app);
+  if (REQUEST_LOG_LEVELS.has(app.log.level)) logAbortedRequests(app);
   useAnswerHeaders(app, answerHeaders);
   useHostCheck(app);
   usePageMethods(app);

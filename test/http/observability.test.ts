@@ -9,6 +9,7 @@ import { loggerOptions } from '../../src/http/observability/logging.js';
 import { openStore } from '../../src/storage/open-store.js';
 import { describeEachStore } from '../helpers/each-store.js';
 import { postJson, send } from '../helpers/http.js';
+import { rawExchange } from '../helpers/raw-socket.js';
 import { uniqueBarcode } from '../helpers/products.js';
 import { startFreshServer } from '../helpers/server.js';
 import { sqlite } from '../helpers/stores.js';
@@ -139,12 +140,29 @@ describe('the request log', () => {
       const aborted = await lineOf('gone-1', 'request aborted');
       assert.deepEqual(aborted.req, { method: 'POST', url: '/api/v1/shop/product/', host: `127.0.0.1:${port}`, remoteAddress: '127.0.0.1' });
       assert.equal(aborted.level, 30);
+
+      // A change feed stream the client closes: one line, the aborted one, not Fastify's own beside it.
+      const feed = connect(port, '127.0.0.1');
+      feed.on('error', () => {});
+      feed.write(`GET /api/v2/shop/changes HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nX-Request-Id: feed-1\r\nAccept: text/event-stream\r\n\r\n`);
+      await new Promise((resolve) => feed.once('data', resolve));
+      feed.destroy();
+      const feedLine = await lineOf('feed-1', 'request aborted');
+      assert.deepEqual(feedLine.req, { method: 'GET', url: '/api/v2/shop/changes', host: `127.0.0.1:${port}`, remoteAddress: '127.0.0.1' });
+
+      // Bytes Node's parser refuses: no route sees them, and yet their answer's id is in the log.
+      const refusedAnswer = await rawExchange(url, 'GARBAGE\r\n\r\n');
+      const refusedId = /^x-request-id: (\S+)\r$/im.exec(refusedAnswer)?.[1];
+      assert.ok(refusedId !== undefined, refusedAnswer);
+      const refused = await lineOf(refusedId, 'request refused');
+      assert.deepEqual({ client: refused.client, res: refused.res, level: refused.level }, { client: { remoteAddress: '127.0.0.1' }, res: { statusCode: 400 }, level: 30 });
     } finally {
       await app.close();
       await store.close();
       await drop();
     }
     assert.equal(lines.filter((line) => line.reqId === 'gone-1' && line.msg === 'request completed').length, 0);
+    assert.deepEqual(lines.filter((line) => line.reqId === 'feed-1' && Number(line.level) >= 30).map((line) => line.msg), ['request aborted']);
   });
 });
 

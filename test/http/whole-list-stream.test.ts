@@ -75,6 +75,26 @@ describeEachStore('the whole v1 list, streamed', { env: false, timeout: 120_000 
       socket.destroy();
     }
   });
+
+  it('counts no list as waiting once its client has left, even one that left while a step was read', async (t) => {
+    const location = await catalogueOf(ctx, t, 5_000);
+    const server = await serverOver(location, t, STREAMED);
+    const { hostname, port } = new URL(server.url);
+    // Clients that take the list's first bytes and leave while it is still being read, step after step.
+    await Promise.all(Array.from({ length: 8 }, () => new Promise<void>((resolve, reject) => {
+      const socket = connect(Number(port), hostname);
+      socket.on('error', reject);
+      socket.once('data', () => {
+        socket.destroy();
+        resolve();
+      });
+      socket.write(`GET /api/v1/shop/products HTTP/1.1\r\nHost: ${hostname}:${port}\r\n\r\n`);
+    })));
+    await passesWithin(60_000, async () => {
+      const figures = await listFigures(server);
+      assert.deepEqual({ open: figures.open, waiting: figures.waiting }, { open: 0, waiting: 0 });
+    }, 20);
+  });
 });
 
 /** A fresh database, brought up to date, holding `count` products. */

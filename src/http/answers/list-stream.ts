@@ -57,6 +57,8 @@ export function listStream(readStep: (afterPk: number) => Promise<Product[]>, fi
       next().then(
         (text) => {
           reading = false;
+          // A client that left while the step was read: its stream is gone, and waits for nothing.
+          if (stream.destroyed) return;
           const more = stream.push(text);
           if (step === undefined) stream.push(null);
           else if (!more) setWaiting(true);

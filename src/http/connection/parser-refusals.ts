@@ -1,6 +1,6 @@
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyError, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import type { AnswerHeaders } from '../contract/answer-headers.js';
 import { PROBLEM_CONTENT_TYPE, problemBody, sendProblem } from '../contract/problem.js';
 import { answerBeingWritten } from './node-internals.js';
@@ -23,19 +23,25 @@ export function frameworkErrors(headers: AnswerHeaders): NonNullable<FastifyServ
  *
  * The parser reads ahead: bytes that follow a complete request on the same connection are parsed
  * while that request is still being served. Its answer is owed first, so the refusal waits until it
- * has been written (or given up).
+ * has been written (or given up). Each refusal is a line of the request log (`request refused`), with
+ * the id its answer carries: no route saw the request, and yet a client may quote that id.
  */
-export function clientErrorHandler(headers: AnswerHeaders): (error: ParserError, socket: Socket) => void {
+export function clientErrorHandler(headers: AnswerHeaders): (this: FastifyInstance, error: ParserError, socket: Socket) => void {
   const refused = new WeakSet<Socket>();
-  return (error, socket) => {
+  return function refuseRequest(this: FastifyInstance, error, socket) {
     if (error.code === 'ECONNRESET' || socket.destroyed || refused.has(socket)) return;
     refused.add(socket);
     const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
     const pending = answerBeingWritten(socket);
+    const log = this.log;
     const refuse = (): void => {
       // An answer already under way cannot be followed by another in the middle of it.
       if (socket.writable && (pending === undefined || !pending.headersSent || pending.writableFinished)) {
-        socket.write(refusal(status, headers.rawLines(Buffer.isBuffer(error.rawPacket) ? error.rawPacket : undefined)));
+        const { id, lines } = headers.rawLines(Buffer.isBuffer(error.rawPacket) ? error.rawPacket : undefined);
+        // Read before the socket is destroyed: Node forgets the address of a closed connection it was not asked for.
+        const remoteAddress = socket.remoteAddress;
+        socket.write(refusal(status, lines));
+        log.info({ reqId: id, client: { remoteAddress }, res: { statusCode: status }, reason: error.code }, 'request refused');
       }
       socket.destroy();
     };

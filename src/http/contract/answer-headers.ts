@@ -109,13 +109,14 @@ export class AnswerHeaders {
    * The header lines for an answer to a request the HTTP parser refused, read from the bytes it
    * received: the caller's id and origin count only where the usual checks accept them.
    */
-  rawLines(received: Buffer | undefined): string {
+  rawLines(received: Buffer | undefined): { readonly id: string; readonly lines: string } {
     const head = headOf(received);
+    const id = idOf(rawHeader(head, 'x-request-id'));
     let lines = '';
-    this.write(idOf(rawHeader(head, 'x-request-id')), rawHeader(head, 'origin'), (name, value) => {
+    this.write(id, rawHeader(head, 'origin'), (name, value) => {
       lines += `${name}: ${value}\r\n`;
     });
-    return lines;
+    return { id, lines };
   }
 
   /** The CORS preflight answer: 200, no body. */

@@ -48,6 +48,14 @@ export class OneLinePerRequest extends LogController {
     if (error) reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
     else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, REQUEST_LINE);
   }
+
+  // A client that leaves a streamed answer (the whole list, the change feed) is the request's
+  // `request aborted` line; Fastify's own line for it would be a second line for one request.
+  override streamError(error: Error, request: FastifyRequest, reply: FastifyReply): void {
+    if (this.isLogDisabled(request)) return;
+    if ((error as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE') reply.log.debug({ res: reply }, 'stream closed prematurely');
+    else super.streamError(error, request, reply);
+  }
 }
 
 /**
@@ -55,6 +63,12 @@ export class OneLinePerRequest extends LogController {
  * line per request, written when the answer is, such a request would otherwise leave none.
  */
 export function logAbortedRequests(app: FastifyInstance): void {
+  // Node forgets a connection's address once it is closed, unless it was read before: read here, it
+  // is kept (net.Socket keeps what it read), so that the line of a request aborted later still has it.
+  app.addHook('onRequest', (request, _reply, done) => {
+    void request.socket?.remoteAddress;
+    done();
+  });
   app.addHook('onRequestAbort', async (request) => {
     request.log.info({ req: request }, 'request aborted');
   });
