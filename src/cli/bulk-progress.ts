@@ -37,13 +37,15 @@ export class StoppedBySignal extends Error {
 /**
  * Aborted by the first SIGINT or SIGTERM, so that the bulk write stops after its step and undoes what
  * it wrote, all or nothing. A second one ends the process at once, as it would have without this (its
- * bulk write is then undone by the next one, or by a running service).
+ * bulk write is then undone by the next one, or by a running service). The person who pressed Ctrl-C
+ * is told at once that it was heard: a step, or a read waiting for its input, can take a while.
  */
 function stopOnSignals(): AbortSignal {
   const controller = new AbortController();
   const stop = (signal: NodeJS.Signals): void => {
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
+    console.error(`${signal}: stopping after the step under way; what was written will be undone.`);
     controller.abort(new StoppedBySignal(signal));
   };
   process.on('SIGINT', stop);

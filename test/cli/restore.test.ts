@@ -168,10 +168,13 @@ describeEachStore('catalogue restore', { env: false, timeout: 120_000 }, (ctx) =
         assert.equal(Number(row!.n), 1_000);
       });
       child.process.kill(signal);
-      // The read still waiting for the pipe's rows ends with it.
+      // Once it has taken the signal (it says so), the read still waiting for the pipe's rows ends with
+      // the pipe; ended before, the restore could read the end and finish first.
+      const heard = `${signal}: stopping after the step under way; what was written will be undone.\n`;
+      await passesWithin(60_000, async () => assert.equal(child.stderr(), heard));
       writing.end();
       assert.deepEqual(await child.exited, { code: 1, signal: null });
-      assert.equal(child.stderr(), `Stopped by ${signal}; what was written is undone: nothing was restored.\n`);
+      assert.equal(child.stderr(), `${heard}Stopped by ${signal}; what was written is undone: nothing was restored.\n`);
       assert.equal((await runCli('export', [], env)).stdout, before);
     });
   }
