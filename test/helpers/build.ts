@@ -8,9 +8,11 @@ export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BUILD_LIMIT_MS = 300_000;
 
 /**
- * Builds `dist/` with `npm run build`, unless the build is already current: what `npm start` and the
- * `catalogue` command run, and the page and contract every server serves, are the build, while most
- * tests run the sources. Checked once a process: the sources do not change while the tests run.
+ * Builds `dist/` with `npm run build`, unless the build is already current: what `npm start`, the
+ * `catalogue` command and every service process a test starts run, and the page and contract every
+ * server serves, are the build, while the tests that build the app in their own process run the
+ * sources. Checked once a process: the sources do not change while the tests run (`npm test` builds
+ * first, so that test files run side by side do not build at once).
  */
 export function ensureBuild(): Promise<void> {
   building ??= (async () => {

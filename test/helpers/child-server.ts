@@ -2,10 +2,16 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { DatabaseLocation } from '../../src/config.js';
+import { ensureBuild } from './build.js';
 import { send } from './http.js';
 
-/** The service from its sources, as tests run it; a build runs as `[join(dist, 'server.js')]`. */
-export const SERVER_SOURCE_ARGS: readonly string[] = Object.freeze(['--import', 'tsx', fileURLToPath(new URL('../../src/server.ts', import.meta.url))]);
+/**
+ * The service as `npm start` runs it, its build (ensureBuild): a service process the tests start loads
+ * the bundle in a fraction of the time that tsx takes to load the sources, which counts with a process
+ * per worker and a few hundred starts a run. The tests that build the app in their own process run
+ * the sources.
+ */
+export const SERVICE_ARGS: readonly string[] = Object.freeze([fileURLToPath(new URL('../../dist/server.js', import.meta.url))]);
 
 /** How long a stopped child may take to finish its requests before it is killed. */
 const STOP_GRACE_MS = 15_000;
@@ -76,7 +82,7 @@ export interface ChildServer extends Child {
  * full pipe never blocks it. Every process the tests start is started here (Chromium aside, which
  * Playwright starts): a long-running one directly, a one-shot command through `runCommand`.
  */
-export function spawnChild(env: Record<string, string | undefined>, args: readonly string[] = SERVER_SOURCE_ARGS, options: SpawnOptions = {}): Child {
+export function spawnChild(env: Record<string, string | undefined>, args: readonly string[] = SERVICE_ARGS, options: SpawnOptions = {}): Child {
   // The test runner marks its own child processes; the service is not one of its tests.
   const { NODE_TEST_CONTEXT: _runner, ...inherited } = process.env;
   const { command = process.execPath, cwd, detached = false, runAs, discardStdout = false } = options;
@@ -133,7 +139,8 @@ export const TEST_WORKERS = process.env.TEST_WORKERS?.trim() || '1';
  * operator would, and resolves once it serves (learning the address from its `serving at` line, which
  * comes when every worker listens). Settings are passed as environment variables.
  */
-export async function spawnServer(env: Record<string, string>, args: readonly string[] = SERVER_SOURCE_ARGS): Promise<ChildServer> {
+export async function spawnServer(env: Record<string, string>, args: readonly string[] = SERVICE_ARGS): Promise<ChildServer> {
+  await ensureBuild();
   const child = spawnChild({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', WORKERS: TEST_WORKERS, ...env }, args);
   return { ...child, url: await servingAt(child) };
 }
@@ -158,6 +165,7 @@ export function freePort(): Promise<number> {
  * (at most 30 s).
  */
 export async function spawnQuietServer(env: Record<string, string>): Promise<ChildServer> {
+  await ensureBuild();
   const port = await freePort();
   const fullEnv = { HOST: '127.0.0.1', WORKERS: TEST_WORKERS, ...env, PORT: String(port), LOG_LEVEL: 'warn' };
   const child = spawnChild(fullEnv);
@@ -242,7 +250,8 @@ export async function runCommand(env: Record<string, string | undefined>, args: 
 /** Runs the service expecting it to stop by itself (a start-up failure) within `limitMs`, and reports how it ended. */
 export async function runServiceUntilExit(env: Record<string, string>, limitMs: number, runAs?: RunAs): Promise<CommandResult & { elapsedMs: number }> {
   const started = performance.now();
-  const result = await runCommand({ HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, SERVER_SOURCE_ARGS, { timeoutMs: limitMs, runAs });
+  await ensureBuild();
+  const result = await runCommand({ HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, SERVICE_ARGS, { timeoutMs: limitMs, runAs });
   return { ...result, elapsedMs: performance.now() - started };
 }
 

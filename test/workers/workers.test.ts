@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Agent } from 'node:http';
 import { connect as netConnect } from 'node:net';
-import { describe, it, type TestContext } from 'node:test';
+import { before, describe, it, type TestContext } from 'node:test';
 import { databaseUrl, runServiceUntilExit, spawnChild, spawnQuietServer, spawnServer, type ChildServer } from '../helpers/child-server.js';
 import { sqlite } from '../helpers/stores.js';
 import { describeEachStore } from '../helpers/each-store.js';
@@ -380,6 +380,8 @@ describeEachStore('WORKERS=2', { env: false, timeout: 900_000 }, (ctx) => {
 });
 
 describe('WORKERS refusals', () => {
+  before(() => ensureBuild());
+
   it('ends with exit status 1 and the worker\'s reason when the first worker cannot start, instead of starting workers forever', async () => {
     const result = await runServiceUntilExit({ WORKERS: '2', PORT: '0', DATABASE_URL: 'sqlite:/proc/no-such-dir/catalogue.db' }, 30_000);
     assert.equal(result.code, 1);
@@ -419,7 +421,6 @@ describe('WORKERS refusals', () => {
     // `module.register` works on every supported Node; Node 26 deprecates it (hence --no-deprecation
     // below) for `registerHooks`, which Node 20 lacks.
     writeFileSync(register, `import { register } from 'node:module'; register(${JSON.stringify(pathToFileURL(hooks).href)});`);
-    await ensureBuild();
     for (const name of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
       rmSync(loading, { force: true });
       const child = spawnChild({ WORKERS: '2', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: databaseUrl(location) }, ['--no-deprecation', '--import', pathToFileURL(register).href, join(ROOT, 'dist', 'server.js')]);
