@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { loadConfig } from '../src/config.js';
+import { ROOT } from './helpers/build.js';
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const read = (path: string): string => readFileSync(resolve(ROOT, path), 'utf8');
 const DOCUMENTS = [
   'README.md',

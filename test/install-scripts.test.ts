@@ -3,9 +3,11 @@
 // undecided, on any npm, before an install anywhere blocks or runs it unreviewed.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
+import { ROOT } from './helpers/build.js';
 
-const read = (file: string): Record<string, any> => JSON.parse(readFileSync(new URL(`../${file}`, import.meta.url), 'utf8'));
+const read = (file: string): Record<string, any> => JSON.parse(readFileSync(join(ROOT, file), 'utf8'));
 
 test('every dependency with an install script is allowed or denied in allowScripts', () => {
   const decided = read('package.json').allowScripts as Record<string, boolean>;

@@ -2,14 +2,14 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
+import { ROOT } from './helpers/build.js';
 import { send } from './helpers/http.js';
 import { runPackageBin } from './helpers/package-bin.js';
 import { startFreshServer } from './helpers/server.js';
 import { sqlite } from './helpers/stores.js';
 
-const CONFIG_DIR = fileURLToPath(new URL('./openapi-lint/', import.meta.url));
+const CONFIG_DIR = join(ROOT, 'test/openapi-lint/');
 
 /**
  * The only warnings the reference may give, each with its reason. Anything else, and any error,

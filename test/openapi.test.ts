@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import type { RouteShorthandOptions } from 'fastify';
@@ -9,6 +10,7 @@ import { loadConfig } from '../src/config.js';
 import { REFUSED_METHODS_EXTENSION } from '../src/http/contract/docs.js';
 import { jsonResponse } from '../src/http/contract/responses.js';
 import { openStore } from '../src/storage/open-store.js';
+import { ROOT } from './helpers/build.js';
 import { describeEachStore } from './helpers/each-store.js';
 import { postJson, send } from './helpers/http.js';
 import { auditResponses } from './helpers/openapi-responses.js';
@@ -143,7 +145,7 @@ for (const pagination of PAGINATIONS) {
       const res = await send(`${ctx.server.url}/docs/API.md`);
       assert.equal(res.status, 200);
       assert.equal(res.headers['content-type'], 'text/markdown; charset=utf-8');
-      assert.equal(res.text, readFileSync(new URL('../docs/API.md', import.meta.url), 'utf8'));
+      assert.equal(res.text, readFileSync(join(ROOT, 'docs/API.md'), 'utf8'));
       const document = (await send(`${ctx.server.url}/openapi.json`)).json as { info: { description: string } };
       assert.match(document.info.description, /\[docs\/API\.md\]\(\/docs\/API\.md\)/);
     });

@@ -3,8 +3,8 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { ROOT } from './helpers/build.js';
 
-const ROOT = join(import.meta.dirname, '..');
 
 interface PackageJson {
   readonly dependencies?: Record<string, string>;

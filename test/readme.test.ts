@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { ROOT } from './helpers/build.js';
 import { runCommand } from './helpers/child-server.js';
 import { outsideSql } from './helpers/outside-sql.js';
 import { startServer, type RunningServer } from './helpers/server.js';
@@ -51,7 +53,7 @@ function readExamples(markdown: string): Example[] {
 }
 
 describe('README examples, replayed in order on a fresh catalogue', () => {
-  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
   const examples = readExamples(readme);
   let server: RunningServer | undefined;
   let serverEnv = '';

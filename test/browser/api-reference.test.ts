@@ -4,10 +4,11 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { browserSkip, launchChromium, SCREENSHOTS } from '../helpers/browser.js';
+import { ROOT } from '../helpers/build.js';
 import { startFreshServer, type RunningServer } from '../helpers/server.js';
 import { sqlite } from '../helpers/stores.js';
 
-const CONTRACT = readFileSync(new URL('../../docs/API.md', import.meta.url), 'utf8');
+const CONTRACT = readFileSync(join(ROOT, 'docs/API.md'), 'utf8');
 
 describe('the API reference at /docs, in a browser', { skip: browserSkip }, () => {
   let browser: Browser;

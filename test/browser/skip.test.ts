@@ -1,17 +1,24 @@
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { ROOT } from '../helpers/build.js';
 import { runCommand, type CommandResult } from '../helpers/child-server.js';
 
-const HERE = fileURLToPath(new URL('.', import.meta.url));
+const HERE = join(ROOT, 'test/browser');
 const BROWSER_TESTS = readdirSync(HERE).filter((name) => name.endsWith('.test.ts') && name !== 'skip.test.ts');
 const MISSING = '/nonexistent/chromium';
 
-/** Runs one browser test file in a test runner of its own, as `npm test` would, without Chromium. */
+/**
+ * Runs one browser test file in a test runner of its own, as this file runs, without Chromium: compiled
+ * beside this one when `npm test` runs it from .test-build/, or its source through tsx.
+ */
 function runWithoutChromium(file: string, env: Record<string, string>): Promise<CommandResult> {
-  return runCommand({ REQUIRE_BROWSER: undefined, CHROMIUM_PATH: MISSING, ...env }, ['--import', 'tsx', '--test', '--test-reporter=tap', `test/browser/${file}`], { cwd: ROOT });
+  const compiled = import.meta.url.endsWith('.js');
+  const target = compiled ? join(dirname(fileURLToPath(import.meta.url)), file.replace(/\.ts$/, '.js')) : `test/browser/${file}`;
+  const args = [...(compiled ? ['--enable-source-maps'] : ['--import', 'tsx']), '--test', '--test-reporter=tap', target];
+  return runCommand({ REQUIRE_BROWSER: undefined, CHROMIUM_PATH: MISSING, ...env }, args, { cwd: ROOT });
 }
 
 describe('browser tests without Chromium', () => {

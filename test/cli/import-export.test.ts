@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, it, type TestContext } from 'node:test';
 import type { DatabaseLocation } from '../../src/config.js';
 import { openStore } from '../../src/storage/open-store.js';
+import { ROOT } from '../helpers/build.js';
 import { databaseUrl } from '../helpers/child-server.js';
 import { runCli, withPks } from '../helpers/cli.js';
 import { describeEachStore } from '../helpers/each-store.js';
@@ -13,7 +13,7 @@ import { uniqueBarcode } from '../helpers/products.js';
 import { storedCount } from '../helpers/store-contents.js';
 import { sqlite, type TestStore } from '../helpers/stores.js';
 
-const SAMPLE = fileURLToPath(new URL('../../samples/products.csv', import.meta.url));
+const SAMPLE = join(ROOT, 'samples/products.csv');
 
 async function freshDatabase(t: TestContext, testStore: TestStore): Promise<{ env: Record<string, string>; location: DatabaseLocation }> {
   const { location, drop } = await testStore.create();

@@ -1,10 +1,11 @@
 import { existsSync, mkdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
+import { ROOT } from './build.js';
 
 /** Debian's Chromium; CHROMIUM_PATH names another (the skip test points it at a missing file). */
 export const CHROMIUM = process.env.CHROMIUM_PATH?.trim() || '/usr/bin/chromium';
-export const SCREENSHOTS = fileURLToPath(new URL('../../test-output/screenshots/', import.meta.url));
+export const SCREENSHOTS = join(ROOT, 'test-output/screenshots/');
 
 /**
  * Why the browser tests are skipped here, or `false` when they run. Without Chromium they are

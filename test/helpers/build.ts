@@ -1,8 +1,14 @@
+import { realpathSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findStaleSource } from '../../src/build-freshness.js';
 import { runCommand } from './child-server.js';
 
-export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/**
+ * The repository's root, whether the tests run from their sources (tsx) or compiled into .test-build/
+ * (`npm test`, scripts/compile-tests.mjs), whose package.json is a link to the repository's.
+ */
+export const ROOT = `${dirname(realpathSync(fileURLToPath(new URL('../../package.json', import.meta.url))))}/`;
 
 /** A build on a busy machine: compiling and bundling take most of a minute there. */
 const BUILD_LIMIT_MS = 300_000;

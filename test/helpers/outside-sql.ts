@@ -9,8 +9,12 @@ export type SqlParameter = string | number | null;
 // Run by a separate Node process, as an operator's tool or the import command would be, through the
 // SQLite driver this Node uses (better-sqlite3 is not installed where Node has its own). Its rows go to
 // standard output as JSON; a refusal goes to standard error as the database's message alone.
+// The driver is the one the tests run: compiled beside them in .test-build/ (npm test), or its source
+// through tsx.
+const COMPILED = import.meta.url.endsWith('.js');
+const SQLITE_DRIVER = COMPILED ? new URL('../../src/storage/sqlite/driver.js', import.meta.url).href : './src/storage/sqlite/driver.ts';
 const SQLITE_CLIENT = `
-import { openSqliteConnection } from './src/storage/sqlite/driver.ts';
+import { openSqliteConnection } from ${JSON.stringify(SQLITE_DRIVER)};
 const [path, statement, parameters] = process.argv.slice(1);
 const db = openSqliteConnection(path);
 try {
@@ -46,7 +50,8 @@ export async function outsideSql<Row = Record<string, unknown>>(
     values.push(parameters[Number(n) - 1] ?? null);
     return '?';
   });
-  const run = await runCommand({}, ['--import', 'tsx', '--input-type=module', '-e', SQLITE_CLIENT, location.path, sqliteStatement, JSON.stringify(values)], {
+  const loader = COMPILED ? [] : ['--import', 'tsx'];
+  const run = await runCommand({}, [...loader, '--input-type=module', '-e', SQLITE_CLIENT, location.path, sqliteStatement, JSON.stringify(values)], {
     cwd: ROOT,
   });
   if (run.code !== 0) throw new Error(run.stderr);
