@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { open, rename, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,16 +7,13 @@ import { it, type TestContext } from 'node:test';
 import type { Product } from '../../src/catalogue/product.js';
 import type { DatabaseLocation } from '../../src/config.js';
 import type { CatalogueStore } from '../../src/storage/store.js';
-import { databaseUrl, runCommand, type Child, type ChildExit } from '../helpers/child-server.js';
+import { databaseUrl, runCommand } from '../helpers/child-server.js';
 import { runCli, startCli } from '../helpers/cli.js';
 import { describeEachStore } from '../helpers/each-store.js';
 import { outsideSql } from '../helpers/outside-sql.js';
+import { HELD_ROWS, startHeldImport, type HeldImport } from '../helpers/held-import.js';
 import { passesWithin } from '../helpers/passes-within.js';
 import { uniqueBarcode } from '../helpers/products.js';
-
-/** Rows of the import held mid-way: its first step of 1,000 is written, the rest wait in the file. */
-const HELD_ROWS = 1_500;
-const FIRST_STEP = 1_000;
 
 function folder(t: TestContext): string {
   const dir = mkdtempSync(join(tmpdir(), 'catalogue-bulk-wait-'));
@@ -32,65 +29,9 @@ interface Catalogue {
   readonly products: readonly Product[];
 }
 
-/** An import held mid-way, its bulk write under way. */
-interface HeldImport {
-  readonly child: Child;
-  /** The bulk write under way as the others name it: its owner, and when it started. */
-  readonly owner: string;
-  readonly startedAt: string;
-  /** Hands the import the rest of its rows; resolves with how it ended. */
-  finish(): Promise<ChildExit>;
-}
-
-/**
- * Starts `catalogue import` of a named pipe and holds it mid-way, as a long import of a big file is:
- * it reads and checks every row, starts its bulk write, writes its first step of 1,000 rows, and then
- * waits for the rest of the file, which the test hands it only on `finish()`.
- */
-async function startHeldImport(t: TestContext, { env, store, location }: Catalogue): Promise<HeldImport> {
-  const dir = mkdtempSync(join(tmpdir(), 'catalogue-held-import-'));
-  const file = join(dir, 'held.csv');
-  // An import that ends early leaves the pipe without a reader, and an open to write to it waiting for
-  // one: a reader of the test's own releases it, before the folder goes.
-  t.after(async () => {
-    await (await open(file, constants.O_RDONLY | constants.O_NONBLOCK)).close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  assert.equal((await runCommand({}, [file], { command: 'mkfifo' })).code, 0);
-  const rows = Array.from({ length: HELD_ROWS }, (_, i) => `Held ${i},${uniqueBarcode()},1.00\n`);
-  const before = (await store.describeCatalogue()).count;
-  const child = await startCli('import', [file], env);
-  t.after(() => child.process.kill('SIGKILL'));
-  const unlessEnded = <T>(step: Promise<T>): Promise<T> =>
-    Promise.race([step, child.exited.then(({ code, signal }) => assert.fail(`the import ended (${signal ?? code}) before it was held: ${child.stderr()}`))]);
-  // The check reads the whole pipe; then the import opens the file again to write its rows. Another pipe
-  // takes the first's place before the check reaches its end, so that the writing pass opens the second
-  // (a writer opened before the check has closed its end would feed the check instead).
-  const checking = await unlessEnded(open(file, 'w'));
-  await checking.write(`name,barcode,price\n${rows.join('')}`);
-  const second = join(dir, 'second.csv');
-  assert.equal((await runCommand({}, [second], { command: 'mkfifo' })).code, 0);
-  await rename(second, file);
-  await checking.close();
-  let running: { owner: string; started_at: number | string } | undefined;
-  await passesWithin(30_000, async () => {
-    [running] = await outsideSql<{ owner: string; started_at: number | string }>(location, 'SELECT owner, started_at FROM bulk_write');
-    assert.ok(running !== undefined, 'the import has started its bulk write');
-  }, 20);
-  const pipe = await unlessEnded(open(file, 'w'));
-  t.after(() => pipe.close());
-  await pipe.write(`name,barcode,price\n${rows.slice(0, FIRST_STEP + 1).join('')}`);
-  await passesWithin(30_000, async () => assert.equal((await store.describeCatalogue()).count, before + FIRST_STEP), 20);
-  return {
-    child,
-    owner: running!.owner,
-    startedAt: new Date(Number(running!.started_at)).toISOString(),
-    finish: async () => {
-      await pipe.write(rows.slice(FIRST_STEP + 1).join(''));
-      await pipe.close();
-      return child.exited;
-    },
-  };
+/** `catalogue import` held mid-way in `shop` (test/helpers/held-import.ts). */
+function holdImport(t: TestContext, shop: Catalogue): Promise<HeldImport> {
+  return startHeldImport(t, { ...shop, count: async () => (await shop.store.describeCatalogue()).count });
 }
 
 describeEachStore('bulk writes one at a time: --wait', { env: false, timeout: 120_000 }, (ctx) => {
@@ -107,7 +48,7 @@ describeEachStore('bulk writes one at a time: --wait', { env: false, timeout: 12
   it('without --wait, stops at once while another bulk write is under way, naming it, and changes nothing', async (t) => {
     const shop = await catalogue(t, 1);
     const { env, store, products } = shop;
-    const held = await startHeldImport(t, shop);
+    const held = await holdImport(t, shop);
     assert.deepEqual(await runCli('remove', [products[0]!.barcode], env), { code: 1, stdout: '', stderr: `${underWay(held)} Nothing was removed.\n` });
     assert.deepEqual(await store.findProduct(products[0]!.pk), products[0]);
     assert.deepEqual(await held.finish(), { code: 0, signal: null });
@@ -155,7 +96,7 @@ describeEachStore('bulk writes one at a time: --wait', { env: false, timeout: 12
     const [repriced, removed] = products as [Product, Product];
     const prices = join(folder(t), 'prices.csv');
     writeFileSync(prices, `name,barcode,price\nRepriced,${repriced.barcode},9.99\n`);
-    const held = await startHeldImport(t, shop);
+    const held = await holdImport(t, shop);
     const updating = await startCli('import', ['--update', '--wait', prices], env);
     const removing = await startCli('remove', ['--wait=600', removed.barcode], env);
     const waiting = `Waiting for the import started at ${held.startedAt} by ${held.owner} to finish`;
@@ -181,7 +122,7 @@ describeEachStore('bulk writes one at a time: --wait', { env: false, timeout: 12
   it('with --wait=SECONDS, stops once SECONDS have passed with the bulk write still under way, exit status 1, having changed nothing', async (t) => {
     const shop = await catalogue(t, 1);
     const { env, store, products } = shop;
-    const held = await startHeldImport(t, shop);
+    const held = await holdImport(t, shop);
     assert.deepEqual(await runCli('remove', ['--wait=1', products[0]!.barcode], env), {
       code: 1,
       stdout: '',
@@ -194,7 +135,7 @@ describeEachStore('bulk writes one at a time: --wait', { env: false, timeout: 12
   it('with --wait, undoes a bulk write whose process died first, as without, then runs', async (t) => {
     const shop = await catalogue(t, 1);
     const { env, store, products } = shop;
-    const held = await startHeldImport(t, shop);
+    const held = await holdImport(t, shop);
     held.child.process.kill('SIGKILL');
     await held.child.exited;
     assert.deepEqual(await runCli('remove', ['--wait=600', products[0]!.barcode], env), { code: 0, stdout: '', stderr: 'Removed 1 product.\n' });
