@@ -120,6 +120,8 @@ export interface DialectMigrations {
   readonly catalogueIdentity: Migration;
   /** Refuses a pk above MAX_PK (PostgreSQL: the identity's MAXVALUE; SQLite: a trigger). */
   readonly pkBound: Migration;
+  /** 0013: the trigram index taking its trigrams across every character that is not a letter or a digit, where 0010's took them across spaces. */
+  readonly searchAcrossSeparators: Migration;
   /** The schema holding Kysely's bookkeeping tables, or `undefined` where the database has one. */
   migrationTableSchema(db: Kysely<unknown>): Promise<string | undefined>;
 }

@@ -201,6 +201,13 @@ function migrationsFor(dialect: StoreDialect): Record<string, Migration> {
       up: (db) => own.pkBound.up(db),
       down: async (db) => own.pkBound.down?.(db),
     },
+    '0013_search_across_separators': {
+      // The trigram index narrows a search across a hyphen, a comma or any other character that is not a
+      // letter or a digit (`kx-4821`, `0,33 l`) as 0010's did across spaces: PostgreSQL's index took
+      // such a search as short pieces (`kx`, `4821`) that many names hold.
+      up: (db) => own.searchAcrossSeparators.up(db),
+      down: async (db) => own.searchAcrossSeparators.down?.(db),
+    },
   };
 }
 

@@ -70,58 +70,71 @@ describeEachStore('pages of a search', { env: false }, (ctx) => {
     }
   });
 
-  it('find names across words in a catalogue migrated from before the index took words together', async (t) => {
-    const { location, open } = await ctx.freshDatabase(t);
-    const dialect = openDialect(location, { poolMax: 1 }, 'migrate');
-    try {
-      await migrateUpTo(dialect, '0009_search_index_on_change');
-    } finally {
-      await dialect.close();
-    }
-    // Written by plain SQL before the migration, folded copies and all, as the service of then wrote them.
-    for (const name of ['Crème brûlée 0,2 l', 'Earl grey tea', 'Grey earl']) {
-      await outsideSql(location, 'INSERT INTO product (name, name_folded, barcode, price_cents) VALUES ($1, $2, $3, 100)', [name, foldForSearch(name), uniqueBarcode()]);
-    }
-    const store = await open();
-    const names = async (search: string): Promise<string[]> => (await store.readFilteredPage({ search }, 0, 10, EVERY_MATCH)).products.map((p) => p.name);
-    assert.deepEqual(await names('e brulee 0,2'), ['Crème brûlée 0,2 l']);
-    assert.deepEqual(await names('l grey t'), ['Earl grey tea']);
-    assert.deepEqual(await names('grey'), ['Earl grey tea', 'Grey earl']);
-    await store.createProduct({ name: 'Grey tea', barcode: uniqueBarcode(), priceCents: 100 });
-    assert.deepEqual(await names('y t'), ['Earl grey tea', 'Grey tea']);
-  });
+  // 0010 took the index's trigrams across spaces, 0013 across every other character that is not a letter or a digit.
+  for (const before of ['0009_search_index_on_change', '0012_pk_bound']) {
+    it(`find names across words, hyphens and commas in a catalogue migrated from ${before}`, async (t) => {
+      const { location, open } = await ctx.freshDatabase(t);
+      const dialect = openDialect(location, { poolMax: 1 }, 'migrate');
+      try {
+        await migrateUpTo(dialect, before);
+      } finally {
+        await dialect.close();
+      }
+      // Written by plain SQL before the migration, folded copies and all, as the service of then wrote them.
+      for (const name of ['Crème brûlée 0,2 l', 'Earl grey tea', 'Grey earl', 'Bohrer KX-4821 Typ 3', 'Bohrer KX-4822']) {
+        await outsideSql(location, 'INSERT INTO product (name, name_folded, barcode, price_cents) VALUES ($1, $2, $3, 100)', [name, foldForSearch(name), uniqueBarcode()]);
+      }
+      const store = await open();
+      const names = async (search: string): Promise<string[]> => (await store.readFilteredPage({ search }, 0, 10, EVERY_MATCH)).products.map((p) => p.name);
+      assert.deepEqual(await names('e brulee 0,2'), ['Crème brûlée 0,2 l']);
+      assert.deepEqual(await names('0,2 l'), ['Crème brûlée 0,2 l']);
+      assert.deepEqual(await names('l grey t'), ['Earl grey tea']);
+      assert.deepEqual(await names('grey'), ['Earl grey tea', 'Grey earl']);
+      assert.deepEqual(await names('kx-4821'), ['Bohrer KX-4821 Typ 3']);
+      assert.deepEqual(await names('x-482'), ['Bohrer KX-4821 Typ 3', 'Bohrer KX-4822']);
+      // A hyphen is not any character: the letter that stands in for it in the index finds nothing.
+      assert.deepEqual(await names('kxq4821'), []);
+      await store.createProduct({ name: 'Grey tea', barcode: uniqueBarcode(), priceCents: 100 });
+      assert.deepEqual(await names('y t'), ['Earl grey tea', 'Grey tea']);
+      await store.createProduct({ name: 'Säge KX-4821/2', barcode: uniqueBarcode(), priceCents: 100 });
+      assert.deepEqual(await names('kx-4821'), ['Bohrer KX-4821 Typ 3', 'Säge KX-4821/2']);
+      assert.deepEqual(await names('4821/2'), ['Säge KX-4821/2']);
+    });
+  }
 });
 
-describeEachStore('the migration to trigrams across words', { env: false, stores: [postgres] }, (ctx) => {
-  it('waits for a writer of the version before it instead of ending in a deadlock', async (t) => {
-    const { location, open } = await ctx.freshDatabase(t);
-    if (location.kind !== 'postgres') return;
-    const dialect = openDialect(location, { poolMax: 1 }, 'migrate');
-    try {
-      await migrateUpTo(dialect, '0009_search_index_on_change');
-    } finally {
-      await dialect.close();
-    }
-    const insert = 'INSERT INTO product (name, name_folded, barcode, price_cents) VALUES ($1, $1, $2, 100)';
-    await outsideSql(location, insert, ['earl grey', uniqueBarcode()]);
-    await withClient(location.url, async (writer) => {
-      // A writer of the previous version in the middle of a transaction that has read the products:
-      // the migration waits for it, and its next write must not find the migration in its way.
-      await writer.query('BEGIN');
-      await writer.query('SELECT count(*) FROM product');
-      const migrated = open();
-      migrated.catch(() => undefined);
-      await until(async () => {
-        const [row] = await outsideSql<{ waiting: boolean }>(location, "SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.oid = 'product'::regclass AND NOT l.granted) AS waiting");
-        return row?.waiting === true;
+describeEachStore('the migrations to trigrams across words', { env: false, stores: [postgres] }, (ctx) => {
+  for (const before of ['0009_search_index_on_change', '0012_pk_bound']) {
+    it(`from ${before}, waits for a writer of the version before it instead of ending in a deadlock`, async (t) => {
+      const { location, open } = await ctx.freshDatabase(t);
+      if (location.kind !== 'postgres') return;
+      const dialect = openDialect(location, { poolMax: 1 }, 'migrate');
+      try {
+        await migrateUpTo(dialect, before);
+      } finally {
+        await dialect.close();
+      }
+      const insert = 'INSERT INTO product (name, name_folded, barcode, price_cents) VALUES ($1, $1, $2, 100)';
+      await outsideSql(location, insert, ['earl grey', uniqueBarcode()]);
+      await withClient(location.url, async (writer) => {
+        // A writer of the previous version in the middle of a transaction that has read the products:
+        // the migration waits for it, and its next write must not find the migration in its way.
+        await writer.query('BEGIN');
+        await writer.query('SELECT count(*) FROM product');
+        const migrated = open();
+        migrated.catch(() => undefined);
+        await until(async () => {
+          const [row] = await outsideSql<{ waiting: boolean }>(location, "SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.oid = 'product'::regclass AND NOT l.granted) AS waiting");
+          return row?.waiting === true;
+        });
+        await writer.query(insert, ['grey tea', uniqueBarcode()]);
+        await writer.query('COMMIT');
+        const store = await migrated;
+        assert.deepEqual((await store.readFilteredPage({ search: 'y t' }, 0, 10, EVERY_MATCH)).products.map((p) => p.name), ['grey tea']);
+        assert.equal((await store.describeCatalogue()).count, 2);
       });
-      await writer.query(insert, ['grey tea', uniqueBarcode()]);
-      await writer.query('COMMIT');
-      const store = await migrated;
-      assert.deepEqual((await store.readFilteredPage({ search: 'y t' }, 0, 10, EVERY_MATCH)).products.map((p) => p.name), ['grey tea']);
-      assert.equal((await store.describeCatalogue()).count, 2);
     });
-  });
+  }
 });
 
 /** Resolves once `check` holds, asking every 20 ms for at most 10 s. */

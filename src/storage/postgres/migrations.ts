@@ -3,7 +3,7 @@ import { MAX_PRICE_CENTS } from '../../catalogue/price.js';
 import { MAX_PK } from '../../catalogue/product.js';
 import type { DialectMigrations } from '../dialect.js';
 import { STATE_SLOTS } from '../schema.js';
-import { INDEXED_NAME } from './search.js';
+import { INDEXED_NAME, SPACES_JOINED } from './search.js';
 
 /** What PostgreSQL's migrations write in its own SQL; the steps are storage/migrations.ts. */
 export const postgresMigrations: DialectMigrations = {
@@ -58,30 +58,13 @@ export const postgresMigrations: DialectMigrations = {
   // Nothing to write: an update that leaves every indexed value as it was writes no index entry (HOT).
   searchIndexOnChange: { up: async () => undefined, down: async () => undefined },
   searchAcrossWords: {
-    async up(db) {
-      const trgm = quoteIdentifier(await trigramSchema(db));
-      await run(db, [
-        // Dropping the old index needs this lock, and the migration's transaction keeps every lock it
-        // takes: building the new index first would hold a lock that blocks writers, then ask for this
-        // one behind a writer already waiting for the first, and PostgreSQL ends one of the two as a
-        // deadlock (an instance of the previous version taking writes meanwhile made every rollout fail).
-        'LOCK TABLE product IN ACCESS EXCLUSIVE MODE',
-        `CREATE INDEX product_name_folded_joined_trgm ON product USING gin ((${INDEXED_NAME}) ${trgm}.gin_trgm_ops)`,
-        'DROP INDEX product_name_folded_trgm',
-        // The planner knows how many names a pattern matches over the new expression only from its
-        // statistics, which autovacuum gathers only once enough rows change: a catalogue that seldom
-        // changes would be searched with the guess of a few rows for every term.
-        'ANALYZE product',
-      ]);
-    },
-    async down(db) {
-      const trgm = quoteIdentifier(await trigramSchema(db));
-      await run(db, [
-        'LOCK TABLE product IN ACCESS EXCLUSIVE MODE',
-        `CREATE INDEX product_name_folded_trgm ON product USING gin (name_folded ${trgm}.gin_trgm_ops)`,
-        'DROP INDEX product_name_folded_joined_trgm',
-      ]);
-    },
+    up: (db) => replaceTrigramIndex(db, { name: 'product_name_folded_joined_trgm', over: SPACES_JOINED }, 'product_name_folded_trgm'),
+    down: (db) => replaceTrigramIndex(db, { name: 'product_name_folded_trgm', over: 'name_folded' }, 'product_name_folded_joined_trgm'),
+  },
+  // As searchAcrossWords, over every character that is not a letter or a digit, not the spaces alone.
+  searchAcrossSeparators: {
+    up: (db) => replaceTrigramIndex(db, { name: 'product_name_folded_words_trgm', over: INDEXED_NAME }, 'product_name_folded_joined_trgm'),
+    down: (db) => replaceTrigramIndex(db, { name: 'product_name_folded_joined_trgm', over: SPACES_JOINED }, 'product_name_folded_words_trgm'),
   },
   // A new identity (no product changes with it) is announced as a change to the products is, so that
   // every instance drops the pages of the change feed it keeps.
@@ -247,6 +230,24 @@ const SEARCH = [
    END $$`,
   'CREATE TRIGGER product_name_changed BEFORE UPDATE OF name ON product FOR EACH ROW EXECUTE FUNCTION product_name_changed()',
 ];
+
+/** Builds the trigram index `index` over the expression `over`, then drops the index `replaced`. */
+async function replaceTrigramIndex(db: Kysely<unknown>, index: { name: string; over: string }, replaced: string): Promise<void> {
+  const trgm = quoteIdentifier(await trigramSchema(db));
+  await run(db, [
+    // Dropping the old index needs this lock, and the migration's transaction keeps every lock it
+    // takes: building the new index first would hold a lock that blocks writers, then ask for this
+    // one behind a writer already waiting for the first, and PostgreSQL ends one of the two as a
+    // deadlock (an instance of the previous version taking writes meanwhile made every rollout fail).
+    'LOCK TABLE product IN ACCESS EXCLUSIVE MODE',
+    `CREATE INDEX ${index.name} ON product USING gin ((${index.over}) ${trgm}.gin_trgm_ops)`,
+    `DROP INDEX ${replaced}`,
+    // The planner knows how many names a pattern matches over the new expression only from its
+    // statistics, which autovacuum gathers only once enough rows change: a catalogue that seldom
+    // changes would be searched with the guess of a few rows for every term.
+    'ANALYZE product',
+  ]);
+}
 
 /**
  * The schema holding pg_trgm, created when missing. It goes to `public` when that exists, so that it

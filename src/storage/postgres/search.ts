@@ -2,22 +2,30 @@ import { sql, type RawBuilder } from 'kysely';
 import type { DialectSearch } from '../dialect.js';
 
 /**
- * What the trigram index reads in place of each space of a folded name (migration 0010). pg_trgm takes
- * its trigrams word by word, so over the folded name itself a term across words (`a 0`, `e gour`)
- * narrows nothing: its trigrams are those of single letters, which nearly every name has. Over the
- * name with its spaces replaced by a letter, the trigrams run across words as SQLite's FTS5 index's
- * do. A name that holds the letter itself only makes the index hand over a few more rows, which the
- * check of the folded name itself (`strpos`) then drops: answers stay exact.
+ * What the trigram index reads in place of every character of a folded name that is not a letter or a
+ * digit (migration 0013; 0010 replaced the spaces alone). pg_trgm takes its trigrams word by word, and
+ * a word ends at any such character: over the folded name itself a term across words (`a 0`, `e gour`)
+ * or across a hyphen or a comma (`kx-4821`, `0,33 l`) narrows little, its trigrams being those of short
+ * pieces that most names have (`kx`, `4821`), whose long posting lists the index then reads. Over the
+ * name with each such character replaced by a letter, the trigrams run across them as SQLite's FTS5
+ * index's do. A name that holds the letter itself only makes the index hand over a few more rows, which
+ * the check of the folded name itself (`strpos`) then drops: answers stay exact.
  */
-const SPACE_STAND_IN = 'q';
+const WORD_JOINER = 'q';
 
-/** The expression migration 0010 indexes; the planner uses the index only for this very expression. */
-export const INDEXED_NAME = `replace(name_folded, ' ', '${SPACE_STAND_IN}')`;
+/** The characters replaced: what pg_trgm splits words at (its words are letters and digits). */
+const NOT_A_WORD_CHARACTER = '[^[:alnum:]]';
+
+/** The expression migration 0010 indexed: the spaces alone replaced. */
+export const SPACES_JOINED = `replace(name_folded, ' ', '${WORD_JOINER}')`;
+
+/** The expression migration 0013 indexes; the planner uses the index only for this very expression. */
+export const INDEXED_NAME = `regexp_replace(name_folded, '${NOT_A_WORD_CHARACTER}', '${WORD_JOINER}', 'g')`;
 
 /** A LIKE pattern matching any text that contains `text`, in which `%`, `_` and `\` are literal. */
 const containing = (text: string): string => `%${text.replace(/[\\%_]/g, '\\$&')}%`;
 
-/** PostgreSQL's part of the product search: pg_trgm's index over the names' words joined (migration 0010). */
+/** PostgreSQL's part of the product search: pg_trgm's index over the names' words joined (migration 0013). */
 export const postgresSearch: DialectSearch = {
   foldedRow: (pk, name, folded) => sql`(cast(${String(pk)} as bigint), cast(${name} as text), cast(${folded} as text))`,
   pkParameter: String,
@@ -43,7 +51,10 @@ export const postgresSearch: DialectSearch = {
       return { ...plain(like, true), walk: { where: like, order: sql<number>`product.pk` } };
     }
     const exact: RawBuilder<boolean> = postgresSearch.contains(text);
-    const narrowed = sql<boolean>`${sql.raw(INDEXED_NAME)} LIKE ${containing(text.replaceAll(' ', SPACE_STAND_IN))} AND ${exact}`;
+    // The pattern is the text with the same characters replaced, by the same function, so that it agrees
+    // with the index whatever the database's locale counts as a letter; no `%`, `_` or `\` is left in it.
+    const joined = sql<string>`regexp_replace(cast(${text} as text), ${sql.lit(NOT_A_WORD_CHARACTER)}, ${sql.lit(WORD_JOINER)}, 'g')`;
+    const narrowed = sql<boolean>`${sql.raw(INDEXED_NAME)} LIKE ('%' || ${joined} || '%') AND ${exact}`;
     return { ...plain(narrowed, false), walk: { where: exact, order: sql<number>`product.pk` } };
   },
 };

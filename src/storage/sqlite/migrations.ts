@@ -43,8 +43,9 @@ export const sqliteMigrations: DialectMigrations = {
     up: (db) => run(db, ['DROP TRIGGER product_search_update', searchUpdateTrigger('WHEN new.name_folded IS NOT old.name_folded')]),
     down: (db) => run(db, ['DROP TRIGGER product_search_update', searchUpdateTrigger('')]),
   },
-  // FTS5's trigram index has always taken its trigrams across words.
+  // FTS5's trigram index has always taken its trigrams across words, and across any other character.
   searchAcrossWords: { up: async () => undefined, down: async () => undefined },
+  searchAcrossSeparators: { up: async () => undefined, down: async () => undefined },
   // Nothing to write: a new identity is a commit, which shows in PRAGMA data_version.
   catalogueIdentity: { up: async () => undefined, down: async () => undefined },
   // AFTER: in a BEFORE trigger a pk AUTOINCREMENT is still to draw reads -1.
