@@ -104,6 +104,32 @@ describe('PostgreSQL migrations', { skip: postgres.skip }, () => {
     await assert.rejects(secondStore.createProduct({ name: 'Again', barcode, priceCents: 1 }), DuplicateBarcodeError);
   });
 
+  it('open a catalogue while other catalogues\' schemas in the same database are created and dropped', async (t) => {
+    const mine = await postgres.create();
+    t.after(mine.drop);
+    // Another shop's deployment (or its tests) making and dropping catalogues in the same database, as
+    // fast as it can, while this one opens again and again: a start that read every schema's tables by
+    // name (Kysely's own introspector does) met one dropped between reading its name and looking it up.
+    let churning = true;
+    const churn = (async () => {
+      while (churning) {
+        const other = await postgres.create();
+        if (other.location.kind === 'postgres') await outsideSql(other.location, 'CREATE TABLE shelf (id serial PRIMARY KEY, name text)');
+        await other.drop();
+      }
+    })();
+    t.after(async () => {
+      churning = false;
+      await churn;
+    });
+    for (let i = 0; i < 40; i++) {
+      const store = await openStore(mine.location, { poolMax: 1 });
+      await store.close();
+    }
+    churning = false;
+    await churn;
+  });
+
   it('store money as exact integer cents up to the largest price', async (t) => {
     const { location, drop } = await postgres.create();
     t.after(drop);

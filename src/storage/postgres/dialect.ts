@@ -1,6 +1,5 @@
 import {
   Kysely,
-  PostgresDialect,
   sql,
   type PostgresCursor,
   type PostgresPool,
@@ -14,6 +13,7 @@ import type { DialectErrors, StoreDialect } from '../dialect.js';
 import type { Database } from '../schema.js';
 import { PostgresChangeListener } from './change-listener.js';
 import { PostgresGroupInsert } from './group-insert.js';
+import { CurrentSchemaPostgresDialect } from './introspector.js';
 import { postgresMigrations } from './migrations.js';
 import { postgresSearch } from './search.js';
 
@@ -79,7 +79,7 @@ export function openPostgres(url: string, { poolMax, purpose, writeWaitMs = DEFA
   // start-up, before anyone holds the client) emits 'error' with nobody else listening, which would
   // end the process. The next query on that client fails, and the request gets a 503.
   pool.on('connect', (client) => client.on('error', () => undefined));
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: discardingFailedClients(pool) }) });
+  const db = new Kysely<Database>({ dialect: new CurrentSchemaPostgresDialect({ pool: discardingFailedClients(pool) }) });
   // The pk is an identity GENERATED ALWAYS: a row with its own pk must say so.
   const common = {
     db,
