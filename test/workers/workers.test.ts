@@ -28,11 +28,24 @@ function childPids(pid: number): number[] {
   return children === '' ? [] : children.split(/\s+/).map(Number);
 }
 
-/** The pid of a process the primary `pid` forks that is not among `known`, as soon as it is forked. */
+/** Whether process `pid` has started the worker's program: Node's cluster gives it NODE_UNIQUE_ID. */
+function runsWorker(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').some((entry) => entry.startsWith('NODE_UNIQUE_ID='));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The pid of a process the primary `pid` forks that is not among `known`, as soon as it runs the worker's
+ * program. Not sooner: a child stopped between its fork and its exec stops the primary with it, whose
+ * spawn waits for that exec (libuv's uv_spawn), so that nothing the primary answers would be the test's.
+ */
 async function newWorker(pid: number, known: readonly number[]): Promise<number> {
   for (;;) {
     const fresh = childPids(pid).find((child) => !known.includes(child));
-    if (fresh !== undefined) return fresh;
+    if (fresh !== undefined && runsWorker(fresh)) return fresh;
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
