@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { open, rename, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { it, type TestContext } from 'node:test';
 import type { Product } from '../../src/catalogue/product.js';
@@ -10,15 +9,14 @@ import type { CatalogueStore } from '../../src/storage/store.js';
 import { databaseUrl, runCommand } from '../helpers/child-server.js';
 import { runCli, startCli } from '../helpers/cli.js';
 import { describeEachStore } from '../helpers/each-store.js';
+import { testFolder } from '../helpers/folders.js';
 import { outsideSql } from '../helpers/outside-sql.js';
 import { HELD_ROWS, startHeldImport, type HeldImport } from '../helpers/held-import.js';
 import { passesWithin } from '../helpers/passes-within.js';
 import { uniqueBarcode } from '../helpers/products.js';
 
 function folder(t: TestContext): string {
-  const dir = mkdtempSync(join(tmpdir(), 'catalogue-bulk-wait-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
+  return testFolder(t, 'bulk-wait');
 }
 
 /** A fresh catalogue: the command's environment for it, a store over it, the products it holds. */
@@ -34,7 +32,9 @@ function holdImport(t: TestContext, shop: Catalogue): Promise<HeldImport> {
   return startHeldImport(t, { ...shop, count: async () => (await shop.store.describeCatalogue()).count });
 }
 
-describeEachStore('bulk writes one at a time: --wait', { env: false, timeout: 120_000 }, (ctx) => {
+// A bound for a hang, not for speed: beside CI's other lanes, two busy loops and a second test file, the
+// restore suite took more than 120 s, as this one could.
+describeEachStore('bulk writes one at a time: --wait', { env: false, timeout: 600_000 }, (ctx) => {
   /** A fresh catalogue of `count` products. */
   const catalogue = async (t: TestContext, count: number): Promise<Catalogue> => {
     const { location, open: openStore } = await ctx.freshDatabase(t);

@@ -1,24 +1,24 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { createWriteStream, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { it, type TestContext } from 'node:test';
 import { databaseUrl } from '../helpers/child-server.js';
 import { runCli, startCli } from '../helpers/cli.js';
 import { describeEachStore } from '../helpers/each-store.js';
+import { testFolder } from '../helpers/folders.js';
 import { outsideSql } from '../helpers/outside-sql.js';
 import { passesWithin } from '../helpers/passes-within.js';
 import { uniqueBarcode } from '../helpers/products.js';
 
 function folder(t: TestContext): string {
-  const dir = mkdtempSync(join(tmpdir(), 'catalogue-restore-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
+  return testFolder(t, 'restore');
 }
 
-describeEachStore('catalogue restore', { env: false, timeout: 120_000 }, (ctx) => {
+// A bound for a hang, not for speed: beside CI's other lanes, two busy loops and a second test file, the
+// restore suite took more than 120 s.
+describeEachStore('catalogue restore', { env: false, timeout: 600_000 }, (ctx) => {
   /** The environment of a command over a new empty database of this block's kind. */
   const freshEnv = async (t: TestContext): Promise<{ DATABASE_URL: string }> => ({ DATABASE_URL: databaseUrl((await ctx.freshDatabase(t)).location) });
 

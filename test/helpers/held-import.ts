@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { constants, mkdtempSync, rmSync } from 'node:fs';
 import { open, rename } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import type { DatabaseLocation } from '../../src/config.js';
 import { runCommand, type Child, type ChildExit } from './child-server.js';
 import { startCli } from './cli.js';
+import { testFolder } from './folders.js';
 import { outsideSql } from './outside-sql.js';
 import { passesWithin } from './passes-within.js';
 import { uniqueBarcode } from './products.js';
@@ -42,14 +41,10 @@ export interface HeldImportOptions {
  * (a create, a read, another bulk write, a kill) happens while the import is under way, on any machine.
  */
 export async function startHeldImport(t: TestContext, { env, location, count }: HeldImportOptions): Promise<HeldImport> {
-  const dir = mkdtempSync(join(tmpdir(), 'catalogue-held-import-'));
-  const file = join(dir, 'held.csv');
   // An import that ends early leaves the pipe without a reader, and an open to write to it waiting for
-  // one: a reader of the test's own releases it, before the folder goes.
-  t.after(async () => {
-    await (await open(file, constants.O_RDONLY | constants.O_NONBLOCK)).close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  // one: the folder releases it before it goes.
+  const dir = testFolder(t, 'held-import');
+  const file = join(dir, 'held.csv');
   assert.equal((await runCommand({}, [file], { command: 'mkfifo' })).code, 0);
   const barcodes = Array.from({ length: HELD_ROWS }, () => uniqueBarcode());
   const rows = barcodes.map((barcode, i) => `Held ${i},${barcode},1.00\n`);
