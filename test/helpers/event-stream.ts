@@ -41,7 +41,7 @@ export interface EventStreamOptions {
  * Opens `url` as EventSource does (`Accept: text/event-stream`, plus any `headers`) and parses the
  * events as they come (the format of the HTML standard's server-sent events).
  */
-export function openEventStream(url: string, headers: Record<string, string> = {}, { paused = false }: EventStreamOptions = {}): Promise<EventStreamClient> {
+export function openEventStream(url: string, headers: Record<string, string | string[]> = {}, { paused = false }: EventStreamOptions = {}): Promise<EventStreamClient> {
   return new Promise((resolve, reject) => {
     let req: ClientRequest;
     const events: ServerEvent[] = [];

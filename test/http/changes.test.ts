@@ -237,11 +237,22 @@ describeEachStore('the live change feed: text/event-stream', { env: { CHANGE_STR
     assert.equal(badSince.status, 400);
     await badSince.ended;
     assert.deepEqual(JSON.parse(badSince.text()).errors, { since: ['"abc" is not a whole number ≥ 0 in plain digits.'] });
+    // Sent twice, it is refused as a parameter given twice is, not quoted as one joined value.
+    const twice = await openEventStream(streamUrl(), { 'Last-Event-ID': ['1', '2'] });
+    assert.equal(twice.status, 400);
+    await twice.ended;
+    assert.deepEqual(JSON.parse(twice.text()).errors, { 'Last-Event-ID': ['Give Last-Event-ID once; it was given 2 times.'] });
     const ahead = await openEventStream(streamUrl(), { 'Last-Event-ID': '999999999' });
     assert.equal(ahead.status, 409);
     // A refusal of the stream is no refusal of the page: caches must keep them apart.
     assert.match(String(ahead.headers['vary']), /\bAccept\b/);
     await ahead.ended;
+    assert.deepEqual(Object.keys(JSON.parse(ahead.text()).errors), ['Last-Event-ID']);
+    // The 409 names what the client sent: a stream started from since alone is told about since.
+    const sinceAhead = await openEventStream(streamUrl('?since=999999999'));
+    assert.equal(sinceAhead.status, 409);
+    await sinceAhead.ended;
+    assert.deepEqual(Object.keys(JSON.parse(sinceAhead.text()).errors), ['since']);
   });
 
   it('holds at most CHANGE_STREAMS_MAX streams, refusing more with 503 and Retry-After, and counts them in /metrics', async () => {

@@ -85,9 +85,9 @@ export async function changes(app: FastifyInstance, { store, streams }: ChangesO
         // nor keep a refusal (a 409, a 503) for both.
         addVary(reply, 'Accept');
         if (wantsStream(request)) {
-          const since = readStart(request, address.params);
+          const { since, from } = readStart(request, address.params);
           const { version } = await store.describeCatalogue();
-          if (since > version) throw aheadOfCatalogue(since, version, 'Last-Event-ID');
+          if (since > version) throw aheadOfCatalogue(since, version, from);
           if (!(await streams.claim())) {
             throw new HttpProblem(503, `This instance follows as many change streams as it may (${streams.max}); try again shortly.`, {
               headers: { 'Retry-After': String(BUSY_RETRY_AFTER_SECONDS) },
@@ -147,21 +147,26 @@ function readChangesQuery(params: URLSearchParams): { since: number; limit: numb
 }
 
 /**
- * Where a stream starts: after `Last-Event-ID` when the client sends one (EventSource resuming), else
- * after `since`. Both are checked whichever wins: a `since` that is no version is a 400 either way.
+ * Where a stream starts, and which of the two said so: after `Last-Event-ID` when the client sends one
+ * (EventSource resuming), else after `since`. Both are checked whichever wins: a `since` that is no
+ * version is a 400 either way, and so is a `Last-Event-ID` sent twice (Node would join the two).
  */
-function readStart(request: FastifyRequest, params: URLSearchParams): number {
+function readStart(request: FastifyRequest, params: URLSearchParams): { since: number; from: StartParameter } {
   const errors: FieldErrors = {};
-  const header = request.headers['last-event-id'];
+  const sent: [string, string][] = [];
+  const raw = request.raw.rawHeaders;
   // Node hands header bytes over one per character (latin1): read as UTF-8, a message quotes them as sent.
-  const sent = header === undefined ? [] : (Array.isArray(header) ? header : [header]).map((value) => Buffer.from(value, 'latin1').toString('utf8'));
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() === 'last-event-id') sent.push(['Last-Event-ID', Buffer.from(raw[i + 1]!, 'latin1').toString('utf8')]);
   const since = wholeNumber(params, 'since', 0, errors);
-  const resumed = header === undefined ? undefined : wholeNumber(new URLSearchParams(sent.map((value) => ['Last-Event-ID', value])), 'Last-Event-ID', 0, errors);
+  const resumed = sent.length === 0 ? undefined : wholeNumber(new URLSearchParams(sent), 'Last-Event-ID', 0, errors);
   if (Object.keys(errors).length > 0) throw new HttpProblem(400, 'The change feed parameters are not valid.', { errors });
-  return resumed ?? since ?? 0;
+  return resumed === undefined ? { since: since ?? 0, from: 'since' } : { since: resumed, from: 'Last-Event-ID' };
 }
 
-function aheadOfCatalogue(since: number, version: number, parameter: 'since' | 'Last-Event-ID'): HttpProblem {
+/** Where a change stream's starting point came from. */
+type StartParameter = 'since' | 'Last-Event-ID';
+
+function aheadOfCatalogue(since: number, version: number, parameter: StartParameter): HttpProblem {
   return new HttpProblem(
     409,
     `Version ${since} is ahead of this catalogue's version ${version}: the copy does not come from this catalogue (a restored backup, another database). Start again from since=0.`,
