@@ -9,6 +9,7 @@ import { health } from './http/routes/health.js';
 import { BODY_LIMIT_BYTES, useStrictJsonBodies } from './http/guards/json-body.js';
 import { TIMEOUTS, useRateLimit } from './http/guards/limits.js';
 import { connectionRefusals, useConnectionHandling } from './http/connection/connection-handling.js';
+import { useFramingRefusals } from './http/connection/request-framing.js';
 import { KeptHits } from './http/answers/kept-hits.js';
 import { useMetrics } from './http/observability/metrics.js';
 import { logAbortedRequests, OneLinePerRequest } from './http/observability/logging.js';
@@ -85,7 +86,8 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   // The order below is load-bearing, and this is the one place that says why. Hooks and onRoute hooks
   // act only on what is registered after them, so each step comes after what it must see:
   // 1. what every answer carries (problem errors, strict JSON, the connection's handling below the
-  //    routes, request id, CORS), then the Host check, so that its 400 carries those headers like any
+  //    routes, request id, CORS), then the refusals of framing the parser lets through (an HTTP
+  //    version, a transfer coding) and the Host check, so that their 400s carry those headers like any
   //    answer, then the methods of the page and docs paths, which answer only after both; every
   //    route's preflight reads the app's answerHeaders, which therefore come before any route;
   // 2. the API docs, which learn each route as it is added;
@@ -99,6 +101,7 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   useConnectionHandling(app, answerHeaders);
   if (REQUEST_LOG_LEVELS.has(app.log.level)) logAbortedRequests(app);
   useAnswerHeaders(app, answerHeaders);
+  useFramingRefusals(app);
   useHostCheck(app);
   usePageMethods(app);
   await useApiDocs(app, { writeToken: config.apiToken !== undefined });

@@ -17,6 +17,24 @@ export function rawExchange(url: string, bytes: string | Buffer, idleMs = 5000, 
   });
 }
 
+/**
+ * Writes raw bytes to the server and returns everything it answers, and whether the connection ended
+ * in a reset rather than the server's close (a reset makes the client's system discard what it had
+ * not read yet).
+ */
+export function resetAwareExchange(url: string, bytes: string | Buffer): Promise<{ answer: string; reset: boolean }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let reset = false;
+    const socket = connect(Number(port), hostname, () => socket.write(bytes, () => undefined));
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', () => (reset = true));
+    socket.on('close', () => resolve({ answer: Buffer.concat(chunks).toString('utf8'), reset }));
+    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer')));
+  });
+}
+
 export interface EndlessBodyResult {
   /** Everything the server answered. */
   readonly answer: string;

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { databaseUrl, spawnServer } from '../helpers/child-server.js';
 import { describeEachStore } from '../helpers/each-store.js';
 import { postJson, send } from '../helpers/http.js';
 import { createProduct, uniqueBarcode } from '../helpers/products.js';
-import { rawExchange } from '../helpers/raw-socket.js';
+import { rawExchange, resetAwareExchange } from '../helpers/raw-socket.js';
 import { startFreshServer, type RunningServer } from '../helpers/server.js';
 import { sqlite } from '../helpers/stores.js';
 
@@ -142,6 +143,49 @@ describeEachStore('odd and hostile requests', { env: { PAGE_SIZE: '1' } }, (ctx)
     const huge = problemOf(await rawExchange(ctx.server.url, `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20000)}\r\n\r\n`));
     assert.equal(huge.status, 431);
     assert.equal(huge.body.status, 431);
+  });
+
+  it('refuses a request line of another HTTP version than 1.x with a 400 problem, and closes the connection', async () => {
+    // Node's parser refuses HTTP/1.2 and HTTP/3.0 itself, and takes these two.
+    for (const version of ['HTTP/2.0', 'HTTP/0.9']) {
+      const raw = await rawExchange(ctx.server.url, `GET /api/v1/shop/product/${pk} ${version}\r\nHost: shop.example\r\n\r\nGET /api/v1/shop/product/${pk} HTTP/1.1\r\nHost: shop.example\r\n\r\n`);
+      assert.equal(raw.match(/^HTTP\/1\.1 /gm)?.length, 1, `${version}: one answer, then the connection is closed`);
+      const refused = problemOf(raw);
+      assert.equal(refused.status, 400, version);
+      assert.equal(refused.body.detail, `The request is ${version}; this service speaks HTTP/1.1 (and 1.0).`);
+      assert.match(refused.headers, /^x-request-id: /m);
+      assert.match(refused.headers, /^connection: close/m);
+    }
+  });
+
+  it('refuses a GET whose body comes in a transfer coding other than chunked, and closes the connection', async () => {
+    // The chunked body holds what looks like a request; the GET after it is on the same connection.
+    const raw = await rawExchange(
+      ctx.server.url,
+      `GET /api/v1/shop/product/${pk} HTTP/1.1\r\nHost: shop.example\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nGET /\r\n0\r\n\r\n` +
+        `GET /api/v1/shop/product/${pk} HTTP/1.1\r\nHost: shop.example\r\n\r\n`,
+    );
+    assert.equal(raw.match(/^HTTP\/1\.1 /gm)?.length, 1, 'one answer, then the connection is closed');
+    const refused = problemOf(raw);
+    assert.equal(refused.status, 400);
+    assert.equal(refused.body.detail, 'The transfer coding gzip is not supported; send the body with Content-Length or chunked alone.');
+    assert.match(refused.headers, /^x-request-id: /m);
+  });
+
+  it('closes the connection after a 431 for a request line far past the limit without a reset', async (t) => {
+    // In a process of its own: in the test's process the client's writes and the server's reads
+    // share one event loop, and the server has read every byte by the time it refuses.
+    const database = await ctx.freshDatabase(t);
+    const server = await spawnServer({ DATABASE_URL: databaseUrl(database.location), WORKERS: '1' });
+    t.after(() => server.stop());
+    // The parser stops reading at the limit: a connection closed at once with the rest of the 100 KB
+    // line unread is reset, and a reset makes the client's system discard what it has not read yet, the
+    // refusal too. Ten times: whether bytes are still unread when the refusal is written is up to timing.
+    for (let i = 0; i < 10; i++) {
+      const { answer, reset } = await resetAwareExchange(server.url, `GET /${'a'.repeat(100_000)} HTTP/1.1\r\nHost: shop.example\r\n\r\n`);
+      assert.equal(reset, false, `attempt ${i + 1}`);
+      assert.equal(problemOf(answer).status, 431);
+    }
   });
 
   it('says a top-level JSON number is not an object', async () => {

@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { type AnswerHeaders, requestId } from '../contract/answer-headers.js';
 import { type CachedAnswers, type KeptForm, notModified } from './cached-answers.js';
 import { STOP_BEGINS } from '../connection/stop.js';
+import { isHttp1 } from '../connection/request-framing.js';
 import { REQUEST_LINE } from '../observability/logging.js';
 import type { LimitedClient } from '../guards/limits.js';
 import { countHeader, type HitTarget, isValidHost } from '../guards/request-address.js';
@@ -66,7 +67,7 @@ const ASKING_MORE = ['content-length', 'transfer-encoding', 'expect', 'upgrade']
  * under the key the route itself uses, in the form `CachedAnswers` chooses (coding, ETag, 304), with
  * the headers every answer carries (`AnswerHeaders`), counted in the route's metrics. It takes only
  * what it can answer exactly as the route would; every other request goes to Fastify as it came:
- * - not GET, an absolute-form target, a path that is not exactly a route's (a parameter longer than
+ * - not GET, not HTTP/1.x (refused by `useFramingRefusals`), an absolute-form target, a path that is not exactly a route's (a parameter longer than
  *   the router takes is none), a key the route would not use (`keyOf`), nothing kept, a coded form
  *   not yet made;
  * - a request that carries a body, `Expect` or `Upgrade`, or whose `Host` the Host check would refuse or which
@@ -148,7 +149,7 @@ export class KeptHits {
   /** Writes the kept answer (or hands it to the routes once counted) and says so, or says the request is Fastify's. */
   #answer(request: IncomingMessage, response: ServerResponse, routes: RequestListener): boolean {
     const settings = this.#settings;
-    if (settings === undefined || request.method !== 'GET' || response.socket === null) return false;
+    if (settings === undefined || request.method !== 'GET' || response.socket === null || !isHttp1(request)) return false;
     // Timed to the end of `end()`, which hands the bytes to the socket: waiting for 'finish' would cost
     // a listener per answer, and a kept answer is written whole at once.
     const started = performance.now();

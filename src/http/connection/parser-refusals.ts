@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import type { AnswerHeaders } from '../contract/answer-headers.js';
 import { PROBLEM_CONTENT_TYPE, problemBody, sendProblem } from '../contract/problem.js';
+import { closeLingering } from './linger.js';
 import { answerBeingWritten } from './node-internals.js';
 
 /**
@@ -42,6 +43,8 @@ export function clientErrorHandler(headers: AnswerHeaders): (this: FastifyInstan
         const remoteAddress = socket.remoteAddress;
         socket.write(refusal(status, lines));
         log.info({ reqId: id, client: { remoteAddress }, res: { statusCode: status }, reason: error.code }, 'request refused');
+        closeLingering(socket);
+        return;
       }
       socket.destroy();
     };

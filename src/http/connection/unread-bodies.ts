@@ -1,9 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { BODY_LIMIT_BYTES } from '../guards/json-body.js';
+import { closeLingering as closeConnectionLingering } from './linger.js';
 import { closeThrough } from './node-internals.js';
-
-/** How long a connection closed past the body limit stays open for its client to read the answer. */
-const LINGER_MS = 500;
 
 /** How long an answer waits for the rest of a chunked body nobody reads, to say whether the connection stays. */
 const CHUNKED_WAIT_MS = 100;
@@ -35,13 +33,7 @@ export function useUnreadBodyLimit(app: FastifyInstance): void {
       reply.header('Connection', 'close');
       return payload;
     }
-    // Closed with our FIN first, the socket dropped a moment later: dropped at once, with the client's
-    // bytes still unread here, it would be reset, and a reset makes the client's system discard the
-    // answer it has received but not yet read (a client still sending reads late).
-    const closeLingering = (): void => {
-      incoming.socket.end();
-      setTimeout(() => incoming.socket.destroy(), LINGER_MS).unref();
-    };
+    const closeLingering = (): void => closeConnectionLingering(incoming.socket);
     let discarded = 0;
     let ended: (withinLimit: boolean) => void = () => undefined;
     const drained = new Promise<boolean>((resolve) => (ended = resolve));

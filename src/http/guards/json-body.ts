@@ -49,23 +49,29 @@ export function useStrictJsonBodies(app: FastifyInstance): void {
 }
 
 /**
- * Refuses a body in a coding the service does not undo, which it would otherwise read as plain JSON:
- * Node's parser undoes `chunked` alone, and passes the rest of `Transfer-Encoding: gzip, chunked`
- * on undone.
- * @throws HttpProblem 415 for a `Content-Encoding` other than `identity` (RFC 9110 §8.4), 400 for a
- *   transfer coding other than `chunked`: RFC 9112 §6.1 suggests 501, but a 5xx here says the service
- *   failed, and operators are woken by those; it is the client's request that cannot be read.
+ * Refuses a body in a content coding the service does not undo, which it would otherwise read as plain
+ * JSON.
+ * @throws HttpProblem 415 for a `Content-Encoding` other than `identity` (RFC 9110 §8.4).
  */
 function refuseUnknownCodings(request: FastifyRequest): void {
-  const { content, transfer } = unknownCodings(request);
+  const content = unknownContentCodings(request);
   if (content.length > 0) {
     const named = nameable(content) ? `Content-Encoding: ${content.join(', ')}` : 'a Content-Encoding other than identity';
     throw new HttpProblem(415, `The body is encoded (${named}), which the service does not decode; send it as plain JSON.`);
   }
-  if (transfer.length > 0) {
-    const named = nameable(transfer) ? `The transfer coding ${transfer.join(', ')} is` : 'Transfer codings other than chunked are';
-    throw new HttpProblem(400, `${named} not supported; send the body with Content-Length or chunked alone.`);
-  }
+}
+
+/**
+ * The refusal of a request whose body comes in a transfer coding the service does not undo, on any
+ * method: Node's parser undoes `chunked` alone, and passes the rest of `Transfer-Encoding: gzip, chunked`
+ * on undone. A 400: RFC 9112 §6.1 suggests 501, but a 5xx here says the service failed, and operators
+ * are woken by those; it is the client's request that cannot be read. `undefined` when there is none.
+ */
+export function unknownTransferCoding(header: string | undefined): HttpProblem | undefined {
+  const transfer = codings(header).filter((coding) => coding !== 'chunked');
+  if (transfer.length === 0) return undefined;
+  const named = nameable(transfer) ? `The transfer coding ${transfer.join(', ')} is` : 'Transfer codings other than chunked are';
+  return new HttpProblem(400, `${named} not supported; send the body with Content-Length or chunked alone.`, { headers: { Connection: 'close' } });
 }
 
 /**
@@ -77,17 +83,16 @@ function nameable(codings: readonly string[]): boolean {
   return codings.length <= 4 && codings.every((coding) => /^[!#$%&'*+.^_`|~0-9a-z-]{1,32}$/.test(coding));
 }
 
-/** Whether the body comes in a coding the service does not undo, and will be refused unread. */
+/**
+ * Whether the body comes in a content coding the service does not undo, and will be refused unread
+ * (one in a transfer coding it does not undo is refused before: `unknownTransferCoding`).
+ */
 export function hasUnknownCodings(request: FastifyRequest): boolean {
-  const { content, transfer } = unknownCodings(request);
-  return content.length > 0 || transfer.length > 0;
+  return unknownContentCodings(request).length > 0;
 }
 
-function unknownCodings(request: FastifyRequest): { content: string[]; transfer: string[] } {
-  return {
-    content: codings(request.headers['content-encoding']).filter((coding) => coding !== 'identity'),
-    transfer: codings(request.headers['transfer-encoding']).filter((coding) => coding !== 'chunked'),
-  };
+function unknownContentCodings(request: FastifyRequest): string[] {
+  return codings(request.headers['content-encoding']).filter((coding) => coding !== 'identity');
 }
 
 /** The codings a header lists, lowercased; none when it is absent. */
