@@ -35,6 +35,36 @@ export function resetAwareExchange(url: string, bytes: string | Buffer): Promise
   });
 }
 
+/**
+ * Writes `head`, then 1 KiB of filler again and again, as a client still sending its body does, until
+ * the server ends its side; then one chunk more, and ends its own. Returns what the server answered,
+ * and whether the connection was reset rather than closed: a server that drops a connection while
+ * its client's bytes still arrive resets it, and the client's system may discard the answer unread.
+ */
+export function exchangeWhileSending(url: string, head: string): Promise<{ answer: string; reset: boolean }> {
+  const { hostname, port } = new URL(url);
+  const filler = Buffer.alloc(1024, 'x');
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let reset = false;
+    let serverEnded = false;
+    // Half open: the client goes on sending after the server's end, as one still sending its body does.
+    const socket: Socket = connect({ port: Number(port), host: hostname, allowHalfOpen: true }, () => socket.write(head, pump));
+    const pump = (): void => {
+      if (serverEnded || socket.destroyed) return;
+      socket.write(filler, () => setImmediate(pump));
+    };
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('end', () => {
+      serverEnded = true;
+      socket.end(filler);
+    });
+    socket.on('error', () => (reset = true));
+    socket.on('close', () => resolve({ answer: Buffer.concat(chunks).toString('utf8'), reset }));
+    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer')));
+  });
+}
+
 export interface EndlessBodyResult {
   /** Everything the server answered. */
   readonly answer: string;

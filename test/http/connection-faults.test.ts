@@ -3,7 +3,7 @@ import { it } from 'node:test';
 import { describeEachStore } from '../helpers/each-store.js';
 import { send } from '../helpers/http.js';
 import { uniqueBarcode } from '../helpers/products.js';
-import { rawExchange, sendEndlessBody } from '../helpers/raw-socket.js';
+import { rawExchange, resetAwareExchange, sendEndlessBody } from '../helpers/raw-socket.js';
 
 /** The status lines of every answer in a raw exchange, in order. */
 function statusLines(raw: string): string[] {
@@ -172,6 +172,17 @@ describeEachStore('what a connection carries besides one request', (ctx) => {
         const listed = await send(`${ctx.server.url}/api/v1/shop/products?barcode=${barcode}`);
         assert.equal((listed.json as unknown[]).length, statuses.length - 1, `${what}: the create behind is stored if and only if answered`);
       }
+    }
+  });
+
+  it('closes the connection with the one answer to a request whose small declared body is still arriving', async () => {
+    // Kept, the connection could carry no next request until the body ended, and the request's time
+    // limit would strike it with a second answer, a 408, long after the first.
+    for (const head of ['GET /healthz HTTP/1.1', 'PUT /api/v1/shop/product/1 HTTP/1.1', 'POST /api/v1/shop/product/ HTTP/1.1\r\nContent-Type: text/plain']) {
+      const { answer, reset } = await resetAwareExchange(ctx.server.url, `${head}\r\nHost: shop.example\r\nContent-Length: 1000\r\n\r\n${'x'.repeat(10)}`);
+      assert.equal(statusLines(answer).length, 1, head);
+      assert.match(answer, /\r\nConnection: close\r\n/i, head);
+      assert.equal(reset, false, `${head}: reset`);
     }
   });
 

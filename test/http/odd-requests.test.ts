@@ -4,7 +4,7 @@ import { databaseUrl, spawnServer } from '../helpers/child-server.js';
 import { describeEachStore } from '../helpers/each-store.js';
 import { postJson, send } from '../helpers/http.js';
 import { createProduct, uniqueBarcode } from '../helpers/products.js';
-import { rawExchange, resetAwareExchange } from '../helpers/raw-socket.js';
+import { exchangeWhileSending, rawExchange, resetAwareExchange } from '../helpers/raw-socket.js';
 import { startFreshServer, type RunningServer } from '../helpers/server.js';
 import { sqlite } from '../helpers/stores.js';
 
@@ -155,6 +155,22 @@ describeEachStore('odd and hostile requests', { env: { PAGE_SIZE: '1' } }, (ctx)
       assert.equal(refused.body.detail, `The request is ${version}; this service speaks HTTP/1.1 (and 1.0).`);
       assert.match(refused.headers, /^x-request-id: /m);
       assert.match(refused.headers, /^connection: close/m);
+    }
+  });
+
+  it('closes the connection after a refusal without a reset while the client is still sending', async () => {
+    // The server's end first, and the connection dropped only a moment later: dropped at once, with the
+    // client's bytes still arriving, it is reset, and a reset can make the client's system discard the
+    // refusal before it is read.
+    for (const [head, status] of [
+      [`POST /api/v1/shop/product/ HTTP/2.0\r\nHost: shop.example\r\nContent-Type: application/json\r\n\r\n`, 400],
+      [`GET /api/v1/shop/product/${pk} HTTP/0.9\r\nHost: shop.example\r\n\r\n`, 400],
+      ['POST /api/v1/shop/product/ HTTP/1.1\r\nHost: shop.example\r\nExpect: foo\r\nContent-Type: application/json\r\nContent-Length: 9999999\r\n\r\n', 417],
+      ['GET /api/v1/shop/products HTTP/1.1\r\nHost: shop.example\r\nTransfer-Encoding: gzip, chunked\r\n\r\n', 400],
+    ] as const) {
+      const { answer, reset } = await exchangeWhileSending(ctx.server.url, head);
+      assert.equal(problemOf(answer).status, status, head.split('\r\n')[0]);
+      assert.equal(reset, false, `${head.split('\r\n')[0]}: reset`);
     }
   });
 

@@ -3,6 +3,7 @@ import type { AnswerHeaders } from '../contract/answer-headers.js';
 import { BODY_LIMIT_BYTES, JSON_MEDIA_TYPE } from '../guards/json-body.js';
 import { useEveryMethod } from './connect.js';
 import { useExpectations } from './expect-continue.js';
+import { lingerOnEveryClose } from './linger.js';
 import { finishAnswersAfterClientEnds } from './node-internals.js';
 import { clientErrorHandler, frameworkErrors } from './parser-refusals.js';
 import { usePipelinedOrder } from './pipelined-order.js';
@@ -22,6 +23,7 @@ export function connectionRefusals(headers: AnswerHeaders): Pick<FastifyServerOp
 export function useConnectionHandling(app: FastifyInstance, headers: AnswerHeaders): void {
   usePipelinedOrder(app);
   finishAnswersAfterClientEnds(app.server);
+  lingerOnEveryClose(app.server);
   useEveryMethod(app);
   useUnreadBodyLimit(app);
   useExpectations(app, headers, JSON_MEDIA_TYPE, BODY_LIMIT_BYTES);

@@ -36,8 +36,11 @@ export function clientErrorHandler(headers: AnswerHeaders): (this: FastifyInstan
     const pending = answerBeingWritten(socket);
     const log = this.log;
     const refuse = (): void => {
+      // Bytes that follow an answer that closed the connection: its close is under way, lingering
+      // (linger.ts), and dropping the connection now would reset it under that answer.
+      if (!socket.writable) return;
       // An answer already under way cannot be followed by another in the middle of it.
-      if (socket.writable && (pending === undefined || !pending.headersSent || pending.writableFinished)) {
+      if (pending === undefined || !pending.headersSent || pending.writableFinished) {
         const { id, lines } = headers.rawLines(Buffer.isBuffer(error.rawPacket) ? error.rawPacket : undefined);
         // Read before the socket is destroyed: Node forgets the address of a closed connection it was not asked for.
         const remoteAddress = socket.remoteAddress;
