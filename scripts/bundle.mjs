@@ -28,8 +28,12 @@ await build({
   // answers by hand (docs/PERFORMANCE.md, "The per-request path"). Which of its files does it was not
   // found. Node loading Fastify's own files costs the start about 50 ms.
   //
+  // And pino with it: the request log (src/http/observability/request-log.ts) writes to the destination
+  // of Fastify's pino, found by pino's own symbols, which a second copy of pino in the bundle would not
+  // have.
+  //
   // And the service, for its entry (see above).
-  external: ['better-sqlite3', 'pg-native', '@fastify/swagger-ui', '@fastify/static', 'fastify', './service.js'],
+  external: ['better-sqlite3', 'pg-native', '@fastify/swagger-ui', '@fastify/static', 'fastify', 'pino', './service.js'],
   // Dependencies written as CommonJS call require(), which an ES module does not have.
   banner: { js: "import { createRequire as createRequireForBundle } from 'node:module'; const require = createRequireForBundle(import.meta.url);" },
 });

@@ -13,6 +13,7 @@ import { useFramingRefusals } from './http/connection/request-framing.js';
 import { KeptHits } from './http/answers/kept-hits.js';
 import { useMetrics } from './http/observability/metrics.js';
 import { logAbortedRequests, OneLinePerRequest } from './http/observability/logging.js';
+import { RequestLog } from './http/observability/request-log.js';
 import { changes } from './http/routes/changes.js';
 import { ChangeStreams } from './http/feed/change-streams.js';
 import { declareOverloadAnswer, useOverloadRefusal } from './http/guards/overload.js';
@@ -57,9 +58,10 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   if (config.apiToken !== undefined) allowedHeaders.push('Authorization');
   const answerHeaders = new AnswerHeaders({ origin: config.corsOrigin, allowedHeaders });
   const hits = new KeptHits({ maxParamLength: MAX_PARAM_LENGTH });
+  const requestLines = new OneLinePerRequest();
   const app = Fastify({
     logger,
-    logController: new OneLinePerRequest(),
+    logController: requestLines,
     // Kept answers are written from the server's listener, ahead of Fastify (kept-hits.ts).
     serverFactory: hits.serverFactory,
     bodyLimit: BODY_LIMIT_BYTES,
@@ -99,7 +101,10 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   useProblemErrors(app);
   useStrictJsonBodies(app);
   useConnectionHandling(app, answerHeaders);
-  if (REQUEST_LOG_LEVELS.has(app.log.level)) logAbortedRequests(app);
+  // Every answered request's line, routed or kept, is written by one writer over the app's logger.
+  const requestLog = REQUEST_LOG_LEVELS.has(app.log.level) ? new RequestLog(app.log) : undefined;
+  requestLines.requestLog = requestLog;
+  if (requestLog !== undefined) logAbortedRequests(app);
   useAnswerHeaders(app, answerHeaders);
   useFramingRefusals(app);
   useHostCheck(app);
@@ -137,7 +142,7 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
     answerHeaders,
     counterOf: metrics.counterOf,
     underPressure,
-    ...(REQUEST_LOG_LEVELS.has(app.log.level) ? { requestLog: app.log } : {}),
+    ...(requestLog === undefined ? {} : { requestLog }),
     ...(countRequest === undefined ? {} : { countRequest }),
     trustsProxy: config.trustProxy !== false,
   });

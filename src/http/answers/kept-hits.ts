@@ -1,11 +1,10 @@
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import type { FastifyBaseLogger } from 'fastify';
 import { type AnswerHeaders, requestId } from '../contract/answer-headers.js';
 import { type CachedAnswers, type KeptForm, notModified } from './cached-answers.js';
 import { STOP_BEGINS } from '../connection/stop.js';
 import { isHttp1 } from '../connection/request-framing.js';
-import { REQUEST_LINE } from '../observability/logging.js';
+import type { RequestLog } from '../observability/request-log.js';
 import type { LimitedClient } from '../guards/limits.js';
 import { countHeader, type HitTarget, isValidHost } from '../guards/request-address.js';
 
@@ -34,10 +33,10 @@ export interface HitSettings {
   /** Whether the overload refusal would refuse a request now: such a request goes to Fastify, which refuses it. */
   underPressure(): boolean;
   /**
-   * The app's logger where every request is logged (`LOG_LEVEL` info and below): each kept answer is
-   * logged with the one line a routed one gets (logging.ts), with the same fields.
+   * The app's request log where every request is logged (`LOG_LEVEL` info and below): each kept answer
+   * is logged with the one line a routed one gets, by the same writer (request-log.ts).
    */
-  readonly requestLog?: FastifyBaseLogger;
+  readonly requestLog?: RequestLog;
   /**
    * The rate limit's own count of a request (limits.ts), where `RATE_LIMIT` is set: the headers a
    * counted answer carries, or `undefined` where the routes must answer (over the limit, or no count).
@@ -181,7 +180,7 @@ export class KeptHits {
     const id = requestId(request);
     const client: LimitedClient = { method: 'GET', url, host, ip: request.socket.remoteAddress, headers, socket: request.socket };
     // A no-op below LOG_LEVEL debug, as a routed request's (logging.ts).
-    settings.requestLog?.debug({ reqId: id, req: client }, 'incoming request');
+    settings.requestLog?.arrived(id, client);
     if (countRequest === undefined) {
       this.#write(settings, hit, form, id, client, response, started, undefined);
       return true;
@@ -208,7 +207,7 @@ export class KeptHits {
       this.#answered += 1;
       const elapsed = performance.now() - started;
       hit.notModified(elapsed / 1000);
-      settings.requestLog?.info({ reqId: id, req: client, res: { statusCode: 304 }, responseTime: elapsed }, REQUEST_LINE);
+      settings.requestLog?.completed(id, client, 304, elapsed);
       return;
     }
     // In the order the route writes them.
@@ -221,8 +220,6 @@ export class KeptHits {
     this.#answered += 1;
     const elapsed = performance.now() - started;
     hit.ok(elapsed / 1000);
-    // The fields of the routed line, the request id first as a child logger binds it; no child is made,
-    // since one line has no other to share it with.
-    settings.requestLog?.info({ reqId: id, req: client, res: { statusCode: 200 }, responseTime: elapsed }, REQUEST_LINE);
+    settings.requestLog?.completed(id, client, 200, elapsed);
   }
 }
