@@ -5,9 +5,10 @@
  * for `duration` seconds: the usual rates. Then `streams` streams are opened from version 0 and their
  * clients read nothing, and the same loads run again beside them. Reported: the instance's RSS (every
  * worker) idle, with the streams open, and at its peak under the loads; creates/s and detail p50/p99 in
- * both runs; the streams the service closed. Last, every stream's client reads: each must get every
+ * each run; the streams the service closed. Then every stream's client reads: each must get every
  * change of the catalogue exactly once, in order, resuming with Last-Event-ID whenever the service had
- * closed it.
+ * closed it. Last, every stream closed, the loads run a third time, on the catalogue grown by the runs
+ * before: the usual rates again, measured after the streams as well as before them.
  *
  * As in `--search`, there is no bare-framework baseline: what is measured is the service beside its
  * own streams, so the comparison is the service without them, in the same run.
@@ -80,6 +81,12 @@ export async function runSlowReaders(options: SlowReadersOptions): Promise<numbe
     await Promise.all(readers.filter((reader) => reader.status === 200).map((reader) => reader.readAll(expected)));
     const failed = readers.filter((reader) => reader.failure !== undefined);
     const reconnections = readers.reduce((sum, reader) => sum + reader.reconnections, 0);
+    // The loads once more with every stream closed: the catalogue has grown by the creates of the runs
+    // before, and a database slows as it grows and ages (PostgreSQL's indexes, its vacuum), so that what
+    // the streams cost is the run beside them against this one as well as the first.
+    for (const reader of readers) reader.close();
+    await untilNoStreamOpen(base);
+    const after = await loads(2);
 
     const peak = Math.max(beside.creates.peakRss, beside.reads.peakRss);
     console.log(`Change-feed streams that never read: ${options.size.toLocaleString('en')} products on ${kind}, WORKERS=${options.workers}, ` +
@@ -90,17 +97,30 @@ export async function runSlowReaders(options: SlowReadersOptions): Promise<numbe
       console.log(`| ${name} | ${Math.round(load.creates.requestsPerSecond).toLocaleString('en')} | ${load.reads.p50Ms.toFixed(2)} | ${load.reads.p99Ms.toFixed(2)} | ${rss} | ${errorTotal(load.creates.errors) + errorTotal(load.reads.errors)} |`);
     row('no stream', quiet, `${megabytes(idle)} after it (idle)`);
     row(`${options.streams.toLocaleString('en')} streams not reading`, beside, `${megabytes(open)} with them open, peak ${megabytes(peak)}: **+${megabytes(peak - idle)}** over idle`);
+    row('no stream, again (every stream closed)', after, megabytes(residentBytes(pid)));
     console.log(`\nStreams: ${options.streams - refused} answered 200${refused > 0 ? `, ${refused} refused` : ''}; closed by the service while their clients read nothing: ${dropped.memory} past the memory budget, ${dropped.slow} slow on their own.`);
     console.log(`Then every client read: ${options.streams - refused - failed.length} of ${options.streams - refused} got each of the ${expected.length.toLocaleString('en')} changes exactly once, in order (${reconnections} reconnections with Last-Event-ID).`);
     console.log('Targets: RSS at most +128 MB over idle, detail p99 at most 20 ms, creates at their usual rate, every stream exact.');
     for (const reader of failed.slice(0, 10)) console.error(`stream failed: ${reader.failure}`);
-    const errors = [quiet, beside].reduce((sum, load) => sum + errorTotal(load.creates.errors) + errorTotal(load.reads.errors), 0);
+    const errors = [quiet, beside, after].reduce((sum, load) => sum + errorTotal(load.creates.errors) + errorTotal(load.reads.errors), 0);
     if (errors > 0) console.error(`\n${errors} requests failed (status 400 or more, or the connection).`);
     return failed.length > 0 || refused > 0 || errors > 0 ? 1 : 0;
   } finally {
     for (const reader of readers) reader.close();
     await close();
   }
+}
+
+/** Waits until the service counts no change stream open (it sees a closed connection a moment later). */
+async function untilNoStreamOpen(base: string): Promise<void> {
+  for (let tries = 0; tries < 600; tries++) {
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    const open = /^catalogue_change_streams (\d+)$/m.exec(metrics);
+    if (open === null) throw new Error('/metrics has no catalogue_change_streams');
+    if (Number(open[1]) === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error('change streams still open 60 s after every client closed its own');
 }
 
 /** Every change's version from 0, in order, read through the pages of the feed. */
