@@ -100,10 +100,10 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   // 5. the catalogue's routes.
   useProblemErrors(app);
   useStrictJsonBodies(app);
-  useConnectionHandling(app, answerHeaders);
-  // Every answered request's line, routed or kept, is written by one writer over the app's logger.
+  // Every answered request's line, routed, kept or refused before routing, is written by one writer over the app's logger.
   const requestLog = REQUEST_LOG_LEVELS.has(app.log.level) ? new RequestLog(app.log) : undefined;
   requestLines.requestLog = requestLog;
+  useConnectionHandling(app, answerHeaders, requestLog);
   if (requestLog !== undefined) logAbortedRequests(app);
   useAnswerHeaders(app, answerHeaders);
   useFramingRefusals(app);

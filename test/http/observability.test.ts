@@ -156,6 +156,14 @@ describe('the request log', () => {
       assert.ok(refusedId !== undefined, refusedAnswer);
       const refused = await lineOf(refusedId, 'request refused');
       assert.deepEqual({ client: refused.client, res: refused.res, level: refused.level }, { client: { remoteAddress: '127.0.0.1' }, res: { statusCode: 400 }, level: 30 });
+
+      // An expectation refused before any route sees the request: the line of a routed request.
+      const expectation = await rawExchange(url, `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nX-Request-Id: expect-1\r\nUser-Agent: till/7\r\nExpect: foo\r\n\r\n`);
+      assert.match(expectation, /^HTTP\/1\.1 417 /);
+      const expected = await lineOf('expect-1', 'request completed');
+      assert.deepEqual(expected.req, { method: 'GET', url: '/healthz', host: `127.0.0.1:${port}`, remoteAddress: '127.0.0.1', userAgent: 'till/7' });
+      assert.deepEqual(expected.res, { statusCode: 417 });
+      assert.equal(typeof expected.responseTime, 'number');
     } finally {
       await app.close();
       await store.close();

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { AnswerHeaders } from '../contract/answer-headers.js';
 import { BODY_LIMIT_BYTES, JSON_MEDIA_TYPE } from '../guards/json-body.js';
+import type { RequestLog } from '../observability/request-log.js';
 import { useEveryMethod } from './connect.js';
 import { useExpectations } from './expect-continue.js';
 import { lingerOnEveryClose } from './linger.js';
@@ -20,12 +21,12 @@ export function connectionRefusals(headers: AnswerHeaders): Pick<FastifyServerOp
 }
 
 /** Everything else on the connection: register before the routes (its hooks act on routes added after them). */
-export function useConnectionHandling(app: FastifyInstance, headers: AnswerHeaders): void {
+export function useConnectionHandling(app: FastifyInstance, headers: AnswerHeaders, requestLog: RequestLog | undefined): void {
   usePipelinedOrder(app);
   finishAnswersAfterClientEnds(app.server);
   lingerOnEveryClose(app.server);
   useEveryMethod(app);
   useUnreadBodyLimit(app);
-  useExpectations(app, headers, JSON_MEDIA_TYPE, BODY_LIMIT_BYTES);
+  useExpectations(app, headers, JSON_MEDIA_TYPE, BODY_LIMIT_BYTES, requestLog);
   useUpgradeIgnored(app);
 }
