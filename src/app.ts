@@ -13,6 +13,7 @@ import { useFramingRefusals } from './http/connection/request-framing.js';
 import { KeptHits } from './http/answers/kept-hits.js';
 import { useMetrics } from './http/observability/metrics.js';
 import { logAbortedRequests, OneLinePerRequest } from './http/observability/logging.js';
+import { UnroutedAnswers } from './http/observability/unrouted-answers.js';
 import { RequestLog } from './http/observability/request-log.js';
 import { changes } from './http/routes/changes.js';
 import { ChangeStreams } from './http/feed/change-streams.js';
@@ -59,6 +60,7 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   const answerHeaders = new AnswerHeaders({ origin: config.corsOrigin, allowedHeaders });
   const hits = new KeptHits({ maxParamLength: MAX_PARAM_LENGTH });
   const requestLines = new OneLinePerRequest();
+  const unrouted = new UnroutedAnswers();
   const app = Fastify({
     logger,
     logController: requestLines,
@@ -70,7 +72,7 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     trustProxy: trustProxySetting(config.trustProxy),
     genReqId: requestId,
-    ...connectionRefusals(answerHeaders),
+    ...connectionRefusals(answerHeaders, unrouted),
     requestTimeout: TIMEOUTS.requestMs,
     // Node enforces the header and request time limits only when it checks its connections, every
     // 30 s by default: a limit of 15 s could then take 45 s to strike.
@@ -103,7 +105,8 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   // Every answered request's line, routed, kept or refused before routing, is written by one writer over the app's logger.
   const requestLog = REQUEST_LOG_LEVELS.has(app.log.level) ? new RequestLog(app.log) : undefined;
   requestLines.requestLog = requestLog;
-  useConnectionHandling(app, answerHeaders, requestLog);
+  unrouted.requestLog = requestLog;
+  useConnectionHandling(app, answerHeaders, unrouted);
   if (requestLog !== undefined) logAbortedRequests(app);
   useAnswerHeaders(app, answerHeaders);
   useFramingRefusals(app);
@@ -123,6 +126,7 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   });
   const lists = new WholeLists();
   const metrics = useMetrics(app, store, { streams, hits, lists }, workerGroup);
+  unrouted.counterOf = metrics.counterOf;
   workerGroup?.answerWith({ metrics: metrics.figures, ready: () => store.ping(), shedStreamBytes: (bytes) => streams.shed(bytes) });
   await app.register(health, { store, workerGroup });
   await app.register(webPage);

@@ -41,12 +41,17 @@ describeEachStore('request ids and metrics', (ctx) => {
     await postJson(`${server.url}/api/v1/shop/product/`, JSON.stringify({ name: 'Counted', barcode: uniqueBarcode(), price: '1.00' }));
     await postJson(`${server.url}/api/v1/shop/product/`, '{"name":1}');
     await send(`${server.url}/random/${Date.now()}`);
+    // Answered before any route or hook: a pk longer than the router takes, and an expectation refused.
+    assert.equal((await send(`${server.url}/api/v1/shop/product/${'9'.repeat(201)}`)).status, 404);
+    const { port } = new URL(server.url);
+    assert.match(await rawExchange(server.url, `GET /api/v1/shop/products HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nExpect: foo\r\n\r\n`), /^HTTP\/1\.1 417 /);
     const res = await send(`${server.url}/metrics`);
     assert.equal(res.status, 200);
     assert.match(res.headers['content-type'] ?? '', /^text\/plain; version=0\.0\.4/);
     assert.match(res.text, /^http_requests_total\{method="POST",route="\/api\/v1\/shop\/product\/",status="201"\} 1$/m);
     assert.match(res.text, /^http_requests_total\{method="POST",route="\/api\/v1\/shop\/product\/",status="400"\} 1$/m);
-    assert.match(res.text, /^http_requests_total\{method="GET",route="unmatched",status="404"\} 1$/m);
+    assert.match(res.text, /^http_requests_total\{method="GET",route="unmatched",status="404"\} 2$/m);
+    assert.match(res.text, /^http_requests_total\{method="GET",route="unmatched",status="417"\} 1$/m);
     assert.match(res.text, /^http_request_duration_seconds_bucket\{le="\+Inf",method="POST",route="\/api\/v1\/shop\/product\/",status="201"\} 1$/m);
     assert.match(res.text, /^process_resident_memory_bytes \d+/m);
     // A pooled database reports its pool; SQLite, one connection and no pool, reports none.
@@ -164,6 +169,13 @@ describe('the request log', () => {
       assert.deepEqual(expected.req, { method: 'GET', url: '/healthz', host: `127.0.0.1:${port}`, remoteAddress: '127.0.0.1', userAgent: 'till/7' });
       assert.deepEqual(expected.res, { statusCode: 417 });
       assert.equal(typeof expected.responseTime, 'number');
+
+      // A path the router refuses (a pk longer than it takes) before any hook: the line of a routed request.
+      const longPath = `/api/v1/shop/product/${'9'.repeat(201)}`;
+      assert.equal((await send(`${url}${longPath}`, { headers: { 'X-Request-Id': 'long-1', 'User-Agent': 'till/7' } })).status, 404);
+      const long = await lineOf('long-1', 'request completed');
+      assert.deepEqual(long.req, { method: 'GET', url: longPath, host: `127.0.0.1:${port}`, remoteAddress: '127.0.0.1', userAgent: 'till/7' });
+      assert.deepEqual(long.res, { statusCode: 404 });
     } finally {
       await app.close();
       await store.close();

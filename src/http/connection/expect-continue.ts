@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { type AnswerHeaders, requestId } from '../contract/answer-headers.js';
 import { hasUnknownCodings } from '../guards/json-body.js';
 import { PROBLEM_CONTENT_TYPE, problemBody } from '../contract/problem.js';
-import type { RequestLog } from '../observability/request-log.js';
+import type { UnroutedAnswers } from '../observability/unrouted-answers.js';
 
 /** The 417's detail: it names no part of the caller's header, which could be anything. */
 const EXPECTATION_FAILED = 'The Expect header asks for what this service does not do; the one expectation it meets is 100-continue.';
@@ -22,7 +22,7 @@ const EXPECTATION_FAILED = 'The Expect header asks for what this service does no
  * get it), since the client may send the body anyway or skip it, and neither can be told apart from
  * a next request.
  */
-function useExpectationRefusal(app: FastifyInstance, headers: AnswerHeaders, requestLog: RequestLog | undefined): void {
+function useExpectationRefusal(app: FastifyInstance, headers: AnswerHeaders, unrouted: UnroutedAnswers): void {
   const refuse = (request: IncomingMessage, response: ServerResponse): void => {
     const started = performance.now();
     const id = requestId(request);
@@ -32,9 +32,9 @@ function useExpectationRefusal(app: FastifyInstance, headers: AnswerHeaders, req
     response.setHeader('Content-Length', Buffer.byteLength(body));
     response.setHeader('Connection', 'close');
     response.writeHead(417).end(body);
-    // No route sees the request, and yet it was answered: its line, as a routed request's.
+    // No route sees the request, and yet it was answered: its line and count, as a routed request's.
     const { method = 'GET', url = '', headers: fields } = request;
-    requestLog?.completed(id, { method, url, host: fields.host, ip: request.socket.remoteAddress, headers: fields }, 417, performance.now() - started);
+    unrouted.answered(id, { method, url, host: fields.host, ip: request.socket.remoteAddress, headers: fields }, 417, performance.now() - started);
   };
   app.server.on('checkExpectation', refuse);
   app.server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
@@ -83,7 +83,7 @@ function useContinueWhenRead(app: FastifyInstance, mediaType: string, bodyLimit:
  * `100-continue`, and `100 Continue` sent only when the body is about to be read. Register before
  * the routes.
  */
-export function useExpectations(app: FastifyInstance, headers: AnswerHeaders, mediaType: string, bodyLimit: number, requestLog: RequestLog | undefined): void {
-  useExpectationRefusal(app, headers, requestLog);
+export function useExpectations(app: FastifyInstance, headers: AnswerHeaders, mediaType: string, bodyLimit: number, unrouted: UnroutedAnswers): void {
+  useExpectationRefusal(app, headers, unrouted);
   useContinueWhenRead(app, mediaType, bodyLimit);
 }

@@ -1,20 +1,24 @@
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import type { AnswerHeaders } from '../contract/answer-headers.js';
 import { PROBLEM_CONTENT_TYPE, problemBody, sendProblem } from '../contract/problem.js';
 import { closeLingering } from './linger.js';
 import { answerBeingWritten } from './node-internals.js';
+import type { UnroutedAnswers } from '../observability/unrouted-answers.js';
 
 /**
  * Fastify's own answers to a path it cannot decode (`%ZZ`) or to an over-long path parameter, as
- * problem documents. Neither path can name a product, so both are a 404.
+ * problem documents. Neither path can name a product, so both are a 404, logged and counted as one.
  */
-export function frameworkErrors(headers: AnswerHeaders): NonNullable<FastifyServerOptions['frameworkErrors']> {
+export function frameworkErrors(headers: AnswerHeaders, unrouted: UnroutedAnswers): NonNullable<FastifyServerOptions['frameworkErrors']> {
   return (_error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    // The router refused the request before any hook ran.
+    // The router refused the request before any hook ran: none logs or counts it.
+    const started = performance.now();
     headers.apply(request, reply);
     sendProblem(reply, 404, 'There is nothing at this address: its path is not a valid URL path.');
+    unrouted.answered(request.id, request, 404, performance.now() - started);
   };
 }
 

@@ -8,6 +8,7 @@ import type { WholeLists } from '../answers/list-stream.js';
 import { LatencyHistogram, type LatencySeries } from './latency-histogram.js';
 import { HttpProblem } from '../contract/problem.js';
 import { resource } from '../routes/resource.js';
+import { UNMATCHED_ROUTE } from './unrouted-answers.js';
 
 /** Seconds; from a cached read to a slow full listing. */
 const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -156,7 +157,7 @@ export function useMetrics(app: FastifyInstance, store: CatalogueStore, { stream
   };
   // A callback hook: an async one costs a promise per request for no waiting.
   app.addHook('onResponse', (request, reply, done) => {
-    const series = seriesOf(request.method, reply.statusCode, request.routeOptions.url ?? 'unmatched');
+    const series = seriesOf(request.method, reply.statusCode, request.routeOptions.url ?? UNMATCHED_ROUTE);
     series.count += 1;
     latency.observe(series.latency, reply.elapsedTime / 1000);
     done();
