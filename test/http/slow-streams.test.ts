@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import type { Socket } from 'node:net';
+import { existsSync, readFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
 import { it, type TestContext } from 'node:test';
 import { databaseUrl, spawnServer } from '../helpers/child-server.js';
 import { describeEachStore, type FreshDatabase } from '../helpers/each-store.js';
@@ -18,6 +19,20 @@ import { spyOnStore } from '../helpers/store-spy.js';
  */
 const PRODUCTS = 30_000;
 const PAGE_BYTES_AT_MOST = 400_000;
+
+/** Linux's table of IPv4 TCP sockets: local and remote address, state, queues. */
+const KERNEL_TCP_TABLE = '/proc/net/tcp';
+const TCP_ESTABLISHED = '01';
+
+/**
+ * The state of the service's side (local port `servicePort`) of the connection to each client port, as
+ * the kernel's table has it: `undefined` where it has none (the connection is gone).
+ */
+function serviceSideStates(servicePort: number, clientPorts: readonly number[]): Array<string | undefined> {
+  const hex = (port: number): string => port.toString(16).toUpperCase().padStart(4, '0');
+  const rows = readFileSync(KERNEL_TCP_TABLE, 'utf8').split('\n').slice(1).map((line) => line.trim().split(/\s+/));
+  return clientPorts.map((clientPort) => rows.find(([, local, remote]) => local?.endsWith(`:${hex(servicePort)}`) && remote?.endsWith(`:${hex(clientPort)}`))?.[3]);
+}
 
 /** A figure of the service's /metrics (with workers, summed over them). */
 async function metric(url: string, series: string): Promise<number> {
@@ -152,5 +167,33 @@ describeEachStore('change streams whose clients read nothing', { env: false, tim
     assert.deepEqual(changesOf(stream.events).map((change) => change.version), Array.from({ length: PRODUCTS }, (_, i) => i + 1));
     // A page of 1,000 changes per read, each read when the socket had taken everything before it.
     assert.deepEqual(heldAtReads, Array.from({ length: PRODUCTS / 1000 }, () => 0));
+  });
+
+  it('resets the connection of a stream it closes for the budget, so that what the kernel holds for its client is freed at once', { skip: !existsSync(KERNEL_TCP_TABLE) && `no ${KERNEL_TCP_TABLE} to read` }, async (t) => {
+    const { location } = await catalogueOfLongNames(t);
+    const server = await spawnServer({ DATABASE_URL: databaseUrl(location), WORKERS: '1', CHANGE_STREAMS_MEMORY_MB: '1' });
+    t.after(() => server.stop());
+    const { port } = new URL(server.url);
+    // Clients that read nothing, on sockets of their own, so that their ports are known.
+    const sockets: Socket[] = [];
+    t.after(() => sockets.forEach((socket) => socket.destroy()));
+    for (let i = 0; i < 4; i++) {
+      const socket = connect(Number(port), '127.0.0.1');
+      socket.on('error', () => undefined);
+      socket.pause();
+      await new Promise((resolve) => socket.once('connect', resolve));
+      socket.write(`GET /api/v2/shop/changes?since=0 HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAccept: text/event-stream\r\n\r\n`);
+      sockets.push(socket);
+    }
+    await passesWithin(60_000, async () => assert.ok((await metric(server.url, 'catalogue_change_streams_dropped_total{reason="memory"}')) > 0, 'a stream was closed for the budget'), 50);
+    const dropped = await metric(server.url, 'catalogue_change_streams_dropped_total{reason="memory"}');
+    // Closed with a plain end, the service's side of a connection whose client reads nothing stays in
+    // the kernel (FIN-WAIT-1) with the megabytes it could not deliver, offering them for minutes; reset,
+    // it is gone at once. The kernel's own table says which.
+    await passesWithin(10_000, async () => {
+      const states = serviceSideStates(Number(port), sockets.map((socket) => socket.localPort!));
+      assert.equal(states.filter((state) => state === undefined).length, dropped, `the service's side of each connection: ${JSON.stringify(states)}`);
+      assert.ok(states.every((state) => state === undefined || state === TCP_ESTABLISHED), JSON.stringify(states));
+    }, 50);
   });
 });

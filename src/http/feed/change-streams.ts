@@ -403,10 +403,15 @@ export class ChangeStreams {
     this.#disconnect(stream);
   }
 
-  /** Closes a stream at once (what it holds is freed now); its client resumes from its Last-Event-ID. */
+  /**
+   * Closes a stream at once (what it holds is freed now); its client resumes from its Last-Event-ID.
+   * With a reset: a plain close leaves what the kernel holds for a client that reads nothing (megabytes
+   * of events a connection) in the kernel, which keeps trying to deliver it for minutes; a reset frees
+   * it at once. The client has lost nothing it took whole: it resumes after its last whole event.
+   */
   #disconnect(stream: Stream): void {
     this.#forget(stream);
-    stream.socket.destroy();
+    stream.socket.resetAndDestroy();
     stream.body.destroy();
   }
 }
