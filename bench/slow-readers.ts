@@ -71,8 +71,8 @@ export async function runSlowReaders(options: SlowReadersOptions): Promise<numbe
       return { creates, reads };
     };
 
-    // Not compared: the first seconds of a fresh instance create faster than the next (PostgreSQL, one
-    // service, 10 s runs with nothing else changed: 3,258 then 2,609/s).
+    // Not compared: the first seconds of a fresh instance create faster than the next (PostgreSQL, the
+    // loads twice with nothing between: 1,024 then 765/s, 1,232 then 800/s).
     const warmUp = await loads(3);
     const quiet = await loads(0);
     const idle = residentBytes(pid);
