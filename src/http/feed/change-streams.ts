@@ -212,11 +212,18 @@ export class ChangeStreams {
       .send(body);
   }
 
-  /** Ends every stream at once: the service is stopping. Clients reconnect to another instance. */
+  /**
+   * Ends every stream at once: the service is stopping. Clients reconnect to another instance. A stream
+   * whose client has not taken what it was sent is reset, as one closed for the budget is: its end could
+   * not be written until the client read, and the stop would wait its whole time limit for it.
+   */
   closeAll(): void {
     clearInterval(this.#heartbeat);
     this.#stopPolling();
-    for (const stream of this.#all) stream.body.end();
+    for (const stream of this.#all) {
+      if (unsent(stream) > 0) this.#disconnect(stream);
+      else stream.body.end();
+    }
   }
 
   /**
