@@ -118,7 +118,9 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   declareOverloadAnswer(app);
   const underPressure = refuseWhenOverloaded ? await useOverloadRefusal(app) : () => false;
   // With workers, the bounds are the instance's: the primary counts every worker's streams and their memory.
-  const streams = new ChangeStreams(store, { max: config.changeStreamsMax, memoryBudget: config.changeStreamsMemoryBytes, shared: workerGroup });
+  // Their catching up is paced while other requests are answered, which the metrics (made after them) count.
+  let answered = (): number => 0;
+  const streams = new ChangeStreams(store, { max: config.changeStreamsMax, memoryBudget: config.changeStreamsMemoryBytes, shared: workerGroup, answered: () => answered() });
   // Streams never end by themselves: a stop would otherwise wait its whole time limit for them.
   app.addHook('preClose', (done) => {
     streams.closeAll();
@@ -127,6 +129,7 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   const lists = new WholeLists();
   const metrics = useMetrics(app, store, { streams, hits, lists }, workerGroup);
   unrouted.counterOf = metrics.counterOf;
+  answered = metrics.answered;
   workerGroup?.answerWith({ metrics: metrics.figures, ready: () => store.ping(), shedStreamBytes: (bytes) => streams.shed(bytes) });
   await app.register(health, { store, workerGroup });
   await app.register(webPage);

@@ -2,6 +2,7 @@ import { PassThrough } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CatalogueStore, Change } from '../../storage/store.js';
 import { Turns } from '../../turns.js';
+import { CatchUpPace } from './catch-up-pace.js';
 import { type SharedStreamCount, StreamMemory } from './stream-memory.js';
 import { changeWire } from '../contract/wire.js';
 
@@ -23,6 +24,16 @@ const UNSENT_LIMIT_BYTES = 1024 * 1024;
 /** While catching up, a client that has not taken the whole of its last page this long after it was sent is disconnected. */
 const STALLED_MS = 30_000;
 
+/**
+ * The share of a worker's time that sending the streams catching up may take while it has other
+ * requests to answer (catch-up-pace.ts), after a burst of 50 ms of sending (some 5 MB here). On a
+ * 2-core VM, sending a megabyte to a socket took 6-13 ms of CPU, most of it in the kernel: at a tenth
+ * of a worker, a till catching up on 100,000 products (15-30 MB) while others are served takes a few
+ * seconds, and a thousand at once share that tenth instead of the workers' cores.
+ */
+const CATCH_UP_SHARE = 0.1;
+const CATCH_UP_BURST_MS = 50;
+
 const KEEP_ALIVE = Buffer.from(': keep-alive\n\n');
 
 /** After a client ends its side of the connection, the second write that finds out whether it is gone. */
@@ -41,6 +52,11 @@ export interface ChangeStreamsOptions {
   readonly memoryBudget: number;
   /** The count kept for every worker of the instance; this process's own count without it. */
   readonly shared?: SharedStreamCount | undefined;
+  /**
+   * How many requests this process has answered so far: while the count moves, what the streams
+   * catching up are sent is paced (catch-up-pace.ts). Without it, they are never paced.
+   */
+  readonly answered?: () => number;
   /** For tests: how often to send the keep-alive comment. */
   readonly heartbeatMs?: number;
 }
@@ -60,6 +76,18 @@ interface CatchUpPage {
   readonly version: number;
   /** Whether changes after the last one were left out for the limit. */
   readonly more: boolean;
+}
+
+/** The answers that are streams, until they are gone. */
+const streamAnswers = new WeakSet<object>();
+
+/**
+ * Whether an answer is a change stream: its end is no sign of other requests being answered, which
+ * pace the streams catching up (a thousand streams closed for the budget would otherwise pace their own
+ * catching up again).
+ */
+export function isChangeStream(answer: object): boolean {
+  return streamAnswers.has(answer);
 }
 
 /** Why the service closed a stream: past the instance's memory budget, or behind on its own. */
@@ -116,6 +144,8 @@ export class ChangeStreams {
    * thousand streams at once would hold every other request up meanwhile.
    */
   readonly #catchUpTurns = new Turns();
+  /** The sending of the streams catching up, paced in their turns: each page waits until the pages before have had their time. */
+  readonly #catchUpPace: CatchUpPace;
   /** Catch-up reads queued or running, by the version they read after: streams there share one. */
   readonly #readsAfter = new Map<number, Promise<CatchUpPage>>();
   /**
@@ -131,8 +161,9 @@ export class ChangeStreams {
   /** Streams closed for being slow on their own (not for the instance's budget), since the start. */
   #droppedSlow = 0;
 
-  constructor(store: CatalogueStore, { max, memoryBudget, shared, heartbeatMs = HEARTBEAT_MS }: ChangeStreamsOptions) {
+  constructor(store: CatalogueStore, { max, memoryBudget, shared, answered = () => 0, heartbeatMs = HEARTBEAT_MS }: ChangeStreamsOptions) {
     this.#store = store;
+    this.#catchUpPace = new CatchUpPace({ share: CATCH_UP_SHARE, burstMs: CATCH_UP_BURST_MS, answered });
     this.max = max;
     this.#shared = shared;
     this.#memory = new StreamMemory({ budget: memoryBudget, shared, streams: () => this.#all, held, close: (stream) => this.#disconnect(stream) });
@@ -190,6 +221,7 @@ export class ChangeStreams {
     const stream: Stream = { body, socket: request.socket, position: since, live: false, closed: false, behindSince: 0, writtenSince: 0, largestSince: 0 };
     if (this.#shared === undefined) this.#claimed -= 1;
     this.#all.add(stream);
+    streamAnswers.add(reply.raw);
     const close = (): void => this.#forget(stream);
     // The answer closes when it ends or its connection goes (a request's own 'close' says only that it was read).
     reply.raw.once('close', close);
@@ -264,11 +296,17 @@ export class ChangeStreams {
    */
   async #writePage(stream: Stream, events: Buffer): Promise<boolean> {
     if (stream.closed) return false;
+    await this.#catchUpPace.ready();
+    if (stream.closed) return false;
     if (!(await this.#memory.makeRoom(events.length, stream))) {
       if (!stream.closed) this.#memory.closeForRoom(stream);
       return false;
     }
+    const started = performance.now();
     write(stream, events);
+    // A response writes to its socket in a tick of its own (Node corks it while it is written): the
+    // kernel's copy of the page, most of what sending costs, is done once that tick has run.
+    process.nextTick(() => this.#catchUpPace.spent(performance.now() - started));
     return true;
   }
 

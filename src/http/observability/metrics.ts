@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CatalogueStore, WriteWaits } from '../../storage/store.js';
 import type { WorkerGroup } from '../../workers/worker-group.js';
-import type { ChangeStreams } from '../feed/change-streams.js';
+import { isChangeStream, type ChangeStreams } from '../feed/change-streams.js';
 import type { KeptHits } from '../answers/kept-hits.js';
 import type { WholeLists } from '../answers/list-stream.js';
 import { LatencyHistogram, type LatencySeries } from './latency-histogram.js';
@@ -148,9 +148,11 @@ export function useMetrics(app: FastifyInstance, store: CatalogueStore, { stream
     }
     return series;
   };
+  let answered = 0;
   const counterOf = (method: string, status: number, route: string) => {
     const series = seriesOf(method, status, route);
     return (seconds: number): void => {
+      answered += 1;
       series.count += 1;
       latency.observe(series.latency, seconds);
     };
@@ -158,6 +160,7 @@ export function useMetrics(app: FastifyInstance, store: CatalogueStore, { stream
   // A callback hook: an async one costs a promise per request for no waiting.
   app.addHook('onResponse', (request, reply, done) => {
     const series = seriesOf(request.method, reply.statusCode, request.routeOptions.url ?? UNMATCHED_ROUTE);
+    if (!isChangeStream(reply.raw)) answered += 1;
     series.count += 1;
     latency.observe(series.latency, reply.elapsedTime / 1000);
     done();
@@ -169,7 +172,7 @@ export function useMetrics(app: FastifyInstance, store: CatalogueStore, { stream
       handler: async (_request, reply) => reply.type(registry.contentType).send(await (workerGroup === undefined ? registry.metrics() : workersMetrics(workerGroup))),
     },
   });
-  return { figures: () => registry.getMetricsAsJSON(), counterOf };
+  return { figures: () => registry.getMetricsAsJSON(), counterOf, answered: () => answered };
 }
 
 /** The parts of the app whose own figures `/metrics` serves. */
@@ -187,6 +190,8 @@ export interface AnswerMetrics {
    * status and route, found once: the function counts one answer and its seconds.
    */
   counterOf(method: string, status: number, route: string): (seconds: number) => void;
+  /** How many requests this process has answered since it started, however they were answered; change streams not counted. */
+  answered(): number;
 }
 
 /** Every worker's figures, or a 503 naming the worker that did not give its own: never a partial sum. */
