@@ -205,7 +205,10 @@ describe('the server process', () => {
       await Promise.all(batches);
       // A connection reset by the stop, before or after the service took it, gets none: the documented edge.
       assert.deepEqual(answered.filter((count) => count !== 0 && count !== 4), [], `answers per connection: ${answered.join(' ')}`);
-      assert.ok(answered.filter((count) => count === 4).length >= 3, `answers per connection: ${answered.join(' ')}`);
+      // The first, opened as the signal went, is taken. How many after it depends on this process's timers:
+      // on a busy machine two connections can lie further apart than the quiet spell, and the rest are
+      // refused (seen: 4 0 0 0 ...).
+      assert.ok(answered.some((count) => count === 4), `answers per connection: ${answered.join(' ')}`);
       assert.deepEqual(await server.exited, { code: 0, signal: null });
     });
   }
