@@ -29,9 +29,30 @@ const TCP_ESTABLISHED = '01';
  * the kernel's table has it: `undefined` where it has none (the connection is gone).
  */
 function serviceSideStates(servicePort: number, clientPorts: readonly number[]): Array<string | undefined> {
+  return clientPorts.map((clientPort) => serviceSide(servicePort, clientPort)?.[3]);
+}
+
+/** The bytes the kernel holds unacknowledged on the service's side of the connection to `clientPort`: 0 where there is none. */
+function serviceSideQueue(servicePort: number, clientPort: number): number {
+  const queues = serviceSide(servicePort, clientPort)?.[4];
+  return queues === undefined ? 0 : Number.parseInt(queues.split(':')[0]!, 16);
+}
+
+/** The kernel's row of the service's side of the connection to `clientPort`, split into its fields. */
+function serviceSide(servicePort: number, clientPort: number): string[] | undefined {
   const hex = (port: number): string => port.toString(16).toUpperCase().padStart(4, '0');
   const rows = readFileSync(KERNEL_TCP_TABLE, 'utf8').split('\n').slice(1).map((line) => line.trim().split(/\s+/));
-  return clientPorts.map((clientPort) => rows.find(([, local, remote]) => local?.endsWith(`:${hex(servicePort)}`) && remote?.endsWith(`:${hex(clientPort)}`))?.[3]);
+  return rows.find(([, local, remote]) => local?.endsWith(`:${hex(servicePort)}`) && remote?.endsWith(`:${hex(clientPort)}`));
+}
+
+/** A client on a socket of its own (its port known) that asks for the stream after `since` and reads nothing. */
+async function silentStreamClient(port: string, since: number): Promise<Socket> {
+  const socket = connect(Number(port), '127.0.0.1');
+  socket.on('error', () => undefined);
+  socket.pause();
+  await new Promise((resolve) => socket.once('connect', resolve));
+  socket.write(`GET /api/v2/shop/changes?since=${since} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAccept: text/event-stream\r\n\r\n`);
+  return socket;
 }
 
 /** A figure of the service's /metrics (with workers, summed over them). */
@@ -177,14 +198,7 @@ describeEachStore('change streams whose clients read nothing', { env: false, tim
     // Clients that read nothing, on sockets of their own, so that their ports are known.
     const sockets: Socket[] = [];
     t.after(() => sockets.forEach((socket) => socket.destroy()));
-    for (let i = 0; i < 4; i++) {
-      const socket = connect(Number(port), '127.0.0.1');
-      socket.on('error', () => undefined);
-      socket.pause();
-      await new Promise((resolve) => socket.once('connect', resolve));
-      socket.write(`GET /api/v2/shop/changes?since=0 HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAccept: text/event-stream\r\n\r\n`);
-      sockets.push(socket);
-    }
+    for (let i = 0; i < 4; i++) sockets.push(await silentStreamClient(port, 0));
     await passesWithin(60_000, async () => assert.ok((await metric(server.url, 'catalogue_change_streams_dropped_total{reason="memory"}')) > 0, 'a stream was closed for the budget'), 50);
     // Closed with a plain end, the service's side of a connection whose client reads nothing stays in
     // the kernel (FIN-WAIT-1) with the megabytes it could not deliver, offering them for minutes; reset,
@@ -210,5 +224,21 @@ describeEachStore('change streams whose clients read nothing', { env: false, tim
 
     assert.deepEqual(await server.stop(), { code: 0, signal: null });
     assert.equal(server.logs.find((line) => line.msg?.includes('did not finish') === true), undefined);
+  });
+
+  it('resets every stream at a stop, so that nothing a client has not read is left in the kernel once the service is gone', { skip: !existsSync(KERNEL_TCP_TABLE) && `no ${KERNEL_TCP_TABLE} to read` }, async (t) => {
+    const { location } = await catalogueOfLongNames(t);
+    const server = await spawnServer({ DATABASE_URL: databaseUrl(location), WORKERS: '1' });
+    t.after(() => server.stop());
+    const { port } = new URL(server.url);
+    // The last 1,000 changes, some 330 KB: less than the kernel's buffers take, so that the service holds
+    // none of it, and it lies in the kernel unread.
+    const socket = await silentStreamClient(port, PRODUCTS - 1000);
+    t.after(() => socket.destroy());
+    await passesWithin(60_000, async () => assert.ok(serviceSideQueue(Number(port), socket.localPort!) > 0, 'nothing unread in the kernel'), 20);
+
+    assert.deepEqual(await server.stop(), { code: 0, signal: null });
+    // Ended, the connection would stay in the kernel after the process (FIN-WAIT-1), offering what its client has not read.
+    assert.deepEqual(serviceSideStates(Number(port), [socket.localPort!]), [undefined]);
   });
 });
