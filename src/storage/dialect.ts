@@ -122,6 +122,8 @@ export interface DialectMigrations {
   readonly pkBound: Migration;
   /** 0013: the trigram index taking its trigrams across every character that is not a letter or a digit, where 0010's took them across spaces. */
   readonly searchAcrossSeparators: Migration;
+  /** 0014: 0004's notice naming the kind of change (`INSERT`, `UPDATE`, ...), where the database needs one. */
+  readonly changeNoticeKind: Migration;
   /** The schema holding Kysely's bookkeeping tables, or `undefined` where the database has one. */
   migrationTableSchema(db: Kysely<unknown>): Promise<string | undefined>;
 }
@@ -203,6 +205,12 @@ export interface ChangeSignal {
    * `undefined` while the dialect cannot tell (then the store reads the revision).
    */
   current(): number | undefined;
+  /**
+   * Of the changes `current()` has counted, how many may have changed or removed a product that
+   * existed (any change but one that only added products), read right after it. Without it every
+   * change counts as such.
+   */
+  existingChanges?(): number;
   /**
    * True when another connection's commit may be counted only some time after that commit returned
    * (PostgreSQL: a notice over the network). Processes serving one port side by side then tell each

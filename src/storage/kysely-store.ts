@@ -13,10 +13,12 @@ import type {
   BulkOptions,
   CheckedBulkOptions,
   BulkWait,
+  CacheScope,
   CatalogueState,
   CatalogueStore,
   ChangePage,
   ChangePageJson,
+  WriteKind,
   WriteNotices,
   WriteWaits,
   IdempotencyRecord,
@@ -43,8 +45,11 @@ export class KyselyCatalogueStore implements CatalogueStore {
   /** Other processes' writes, heard from them; and this store's, told to them when the database's notice is late. */
   readonly #notices: WriteNotices | undefined;
   #generation = 0;
-  /** What the change signal (or, negated, the revision) last said. */
+  /** Rises as `#generation` does, but not for a write that only added products. */
+  #changesGeneration = 0;
+  /** What the change signal (or, negated, the revision) last said; and its count of changes that were not only additions. */
   #lastSeen: number | undefined;
+  #lastSeenChanges: number | undefined;
 
   readonly #context: StoreContext;
 
@@ -61,25 +66,34 @@ export class KyselyCatalogueStore implements CatalogueStore {
     this.#notices = notices;
   }
 
-  cacheGenerationNow(): number | undefined {
-    const seen = this.#changes?.current();
-    return seen === undefined ? undefined : this.#observe(seen + (this.#notices?.heard() ?? 0));
+  cacheGenerationNow(scope: CacheScope = 'catalogue'): number | undefined {
+    const changes = this.#changes;
+    const seen = changes?.current();
+    if (seen === undefined) return undefined;
+    const notices = this.#notices;
+    // A signal that cannot tell additions apart counts every change as one that may change any product.
+    const seenChanges = (changes!.existingChanges?.() ?? seen) + (notices?.heardChanges() ?? 0);
+    return this.#observe(seen + (notices?.heard() ?? 0), seenChanges, scope);
   }
 
-  cacheGeneration(): number | Promise<number> {
-    const now = this.cacheGenerationNow();
+  cacheGeneration(scope: CacheScope = 'catalogue'): number | Promise<number> {
+    const now = this.cacheGenerationNow(scope);
     if (now !== undefined) return now;
     // Revisions are kept apart from the signal's numbers (negative), so that switching between the two
-    // always counts as a change.
-    return this.describeCatalogue().then(({ revision }) => this.#observe(-1 - revision));
+    // always counts as a change; a revision cannot tell an addition from a change.
+    return this.describeCatalogue().then(({ revision }) => this.#observe(-1 - revision, -1 - revision, scope));
   }
 
-  #observe(seen: number): number {
+  #observe(seen: number, seenChanges: number, scope: CacheScope): number {
     if (seen !== this.#lastSeen) {
       this.#lastSeen = seen;
       this.#generation += 1;
     }
-    return this.#generation;
+    if (seenChanges !== this.#lastSeenChanges) {
+      this.#lastSeenChanges = seenChanges;
+      this.#changesGeneration += 1;
+    }
+    return scope === 'catalogue' ? this.#generation : this.#changesGeneration;
   }
 
   /**
@@ -87,21 +101,26 @@ export class KyselyCatalogueStore implements CatalogueStore {
    * in time. Where the database's notice is late, the processes beside this one are told before the
    * write is answered, so that its client reads it back through any of them.
    */
-  async #written<T>(write: Promise<T>): Promise<T> {
+  async #written<T>(write: Promise<T>, kind: WriteKind = 'changes'): Promise<T> {
+    // A write that failed may have done part of what it does, or undone it: taken as a change.
+    let done: WriteKind = 'changes';
     try {
-      return await write;
+      const result = await write;
+      done = kind;
+      return result;
     } finally {
       this.#generation += 1;
-      if (this.#changes?.late === true) await this.#notices?.announce();
+      if (done === 'changes') this.#changesGeneration += 1;
+      if (this.#changes?.late === true) await this.#notices?.announce(done);
     }
   }
 
   createProduct(product: NewProduct): Promise<Product> {
-    return this.#written(this.#writes.createProduct(product));
+    return this.#written(this.#writes.createProduct(product), 'adds');
   }
 
   createKeyedProduct(product: NewProduct, record: IdempotencyRecord, expiredBefore: Date): Promise<Product> {
-    return this.#written(this.#writes.createKeyedProduct(product, record, expiredBefore));
+    return this.#written(this.#writes.createKeyedProduct(product, record, expiredBefore), 'adds');
   }
 
   findKeyedCreation(key: string, notBefore: Date): Promise<KeyedCreation | undefined> {
@@ -109,7 +128,7 @@ export class KyselyCatalogueStore implements CatalogueStore {
   }
 
   insertProducts(batches: AsyncIterable<readonly NewProduct[]>, options?: CheckedBulkOptions): Promise<number> {
-    return this.#written(this.#bulk.insertProducts(batches, options));
+    return this.#written(this.#bulk.insertProducts(batches, options), 'adds');
   }
 
   applyPriceList(batches: AsyncIterable<readonly NewProduct[]>, options?: CheckedBulkOptions): Promise<PriceListOutcome> {
@@ -136,7 +155,10 @@ export class KyselyCatalogueStore implements CatalogueStore {
   async undoAbandonedBulkWrites(): Promise<number> {
     const undone = await undoAbandonedBulkWrites(this.#context);
     // Only when something was undone: this runs every half minute, and caches must outlive it.
-    if (undone > 0) this.#generation += 1;
+    if (undone > 0) {
+      this.#generation += 1;
+      this.#changesGeneration += 1;
+    }
     return undone;
   }
 

@@ -208,6 +208,12 @@ function migrationsFor(dialect: StoreDialect): Record<string, Migration> {
       up: (db) => own.searchAcrossSeparators.up(db),
       down: async (db) => own.searchAcrossSeparators.down?.(db),
     },
+    '0014_change_notice_kind': {
+      // The notice of a change says whether it only added products, so that the products an instance
+      // keeps are kept while products are created: a create changes none of them.
+      up: (db) => own.changeNoticeKind.up(db),
+      down: async (db) => own.changeNoticeKind.down?.(db),
+    },
   };
 }
 

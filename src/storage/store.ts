@@ -47,15 +47,17 @@ export interface CatalogueStore {
    * rises after every write through this store and after every change another connection or process
    * committed that the database made known (PostgreSQL: at once, by notification; SQLite: on the next
    * call). An answer built from reads made after a call may be served again while later calls return the
-   * same number. Synchronous when no query is needed.
+   * same number. Synchronous when no query is needed. For `existing products` it does not rise for a
+   * write known to have only added products (a create, an import); where the database's notice cannot
+   * tell (SQLite's, of another process's commit), it rises as for `catalogue`.
    */
-  cacheGeneration(): number | Promise<number>;
+  cacheGeneration(scope?: CacheScope): number | Promise<number>;
 
   /**
    * `cacheGeneration()` when no query is needed to know it, else `undefined` (and nothing is asked of
    * the database): for answers that go another way when it is not known at once.
    */
-  cacheGenerationNow(): number | undefined;
+  cacheGenerationNow(scope?: CacheScope): number | undefined;
 
   /**
    * Up to `limit` products after skipping `offset`, in `pk` order, with the count and revision of the
@@ -227,11 +229,26 @@ export interface ChangePage {
  * client has asked again through another process.
  */
 export interface WriteNotices {
-  /** Tells the other processes of a write; resolves once each has taken note, or gave no sign in time. Never rejects. */
-  announce(): Promise<void>;
+  /** Tells the other processes of a write of this kind; resolves once each has taken note, or gave no sign in time. Never rejects. */
+  announce(kind: WriteKind): Promise<void>;
   /** How many writes the other processes have announced so far. */
   heard(): number;
+  /** How many of those were of the kind `changes`. */
+  heardChanges(): number;
 }
+
+/**
+ * What a kept answer is read from, and so which writes make it stale: `catalogue`, the catalogue as a
+ * whole (every write); `existing products`, products that exist, one by one: a write that only adds
+ * products leaves such an answer as it was (an answer for a product not found must not be kept).
+ */
+export type CacheScope = 'catalogue' | 'existing products';
+
+/**
+ * What a write may have done to the products: `adds` only added new ones (every product that existed
+ * is as it was); `changes` may have changed or removed any.
+ */
+export type WriteKind = 'adds' | 'changes';
 
 /** A page of the change feed as `readChangesJson` reads it. */
 export interface ChangePageJson {

@@ -107,8 +107,8 @@ export function startPrimary({ workers, log, stopGraceMs }: PrimaryOptions): Pri
    * round of writes, not every write until it thaws. It stays exact all the same: the notice reaches it
    * on the channel that hands it its connections, ahead of any connection handed to it later.
    */
-  const tellOfWrite = async (member: Member): Promise<void> => {
-    const heard = member.questions.ask('write-heard', undefined, WRITE_NOTICE_WITHIN_MS);
+  const tellOfWrite = async (member: Member, kind: unknown): Promise<void> => {
+    const heard = member.questions.ask('write-heard', { kind }, WRITE_NOTICE_WITHIN_MS);
     if (member.unanswering) {
       heard.catch(() => undefined);
       return;
@@ -136,7 +136,8 @@ export function startPrimary({ workers, log, stopGraceMs }: PrimaryOptions): Pri
       // A worker still starting has served nothing, so it holds nothing to empty; asked, it could not
       // answer before its code is loaded, and every write would wait out the limit meanwhile.
       const others = [...members.values()].filter((m) => m !== from && m.listening);
-      await Promise.all(others.map(tellOfWrite));
+      const { kind } = (args ?? {}) as { kind?: unknown };
+      await Promise.all(others.map((member) => tellOfWrite(member, kind)));
       return 'heard';
     }
     if (what === 'count-request') {

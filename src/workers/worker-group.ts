@@ -1,5 +1,5 @@
 import cluster from 'node:cluster';
-import type { WriteNotices } from '../storage/store.js';
+import type { WriteKind, WriteNotices } from '../storage/store.js';
 import { ANSWER_WITHIN_MS, answerQuestion, isAnswer, isQuestion, Questions, sendOver } from './asking.js';
 
 /** The primary asks every worker in turn: it gets longer than one worker does. */
@@ -71,14 +71,14 @@ export function joinWorkerGroup(size: number): WorkerGroup | undefined {
   // A worker always has its channel to the primary: `process.send` is there.
   const send = sendOver(process as { send: NonNullable<NodeJS.Process['send']> });
   const questions = new Questions(send);
-  const notices = new WorkerWriteNotices(() => questions.ask('write-committed', undefined, WRITE_NOTICE_WITHIN_MS + 1000));
+  const notices = new WorkerWriteNotices((kind) => questions.ask('write-committed', { kind }, WRITE_NOTICE_WITHIN_MS + 1000));
   let answers: WorkerAnswers | undefined;
   process.on('message', (message: unknown) => {
     if (isAnswer(message)) questions.settle(message);
     else if (isQuestion(message)) {
       answerQuestion(message, async (what, args) => {
         if (what === 'write-heard') {
-          notices.hear();
+          notices.hear((args as { kind?: WriteKind } | undefined)?.kind);
           return 'heard';
         }
         if (answers === undefined) throw new Error('this worker is still starting');
@@ -121,12 +121,15 @@ export function joinWorkerGroup(size: number): WorkerGroup | undefined {
  * one each.
  */
 class WorkerWriteNotices implements WriteNotices {
-  readonly #tell: () => Promise<unknown>;
+  readonly #tell: (kind: WriteKind) => Promise<unknown>;
   #heard = 0;
+  #heardChanges = 0;
   #sending: Promise<void> | undefined;
   #next: Promise<void> | undefined;
+  /** The kind the next notice tells of: `changes` when any write waiting for it may have changed a product. */
+  #nextKind: WriteKind = 'adds';
 
-  constructor(tell: () => Promise<unknown>) {
+  constructor(tell: (kind: WriteKind) => Promise<unknown>) {
     this.#tell = tell;
   }
 
@@ -134,22 +137,32 @@ class WorkerWriteNotices implements WriteNotices {
     return this.#heard;
   }
 
-  hear(): void {
-    this.#heard += 1;
+  heardChanges(): number {
+    return this.#heardChanges;
   }
 
-  announce(): Promise<void> {
-    if (this.#sending === undefined) return (this.#sending = this.#send());
-    // This write may have committed after the notice on its way left: it waits for the next one.
+  hear(kind: WriteKind | undefined): void {
+    this.#heard += 1;
+    // Anything but a known `adds` (a primary of another version) is taken as a change.
+    if (kind !== 'adds') this.#heardChanges += 1;
+  }
+
+  announce(kind: WriteKind): Promise<void> {
+    if (this.#sending === undefined) return (this.#sending = this.#send(kind));
+    // This write may have committed after the notice on its way left: it waits for the next one,
+    // which tells of the writes waiting for it together.
+    if (kind === 'changes') this.#nextKind = kind;
     return (this.#next ??= this.#sending.then(() => {
+      const next = this.#nextKind;
       this.#next = undefined;
-      return this.announce();
+      this.#nextKind = 'adds';
+      return this.announce(next);
     }));
   }
 
-  async #send(): Promise<void> {
+  async #send(kind: WriteKind): Promise<void> {
     try {
-      await this.#tell();
+      await this.#tell(kind);
     } catch {
       // The primary gone or too slow: the write stands, and the database's own notice follows.
     } finally {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { CatalogueStore } from '../../storage/store.js';
+import type { CacheScope, CatalogueStore } from '../../storage/store.js';
 import { COMPRESS_MIN_BYTES, chooseCoding, compressBody, compressStream, type ContentCoding } from './compression.js';
 import { RevisionCache } from './revision-cache.js';
 
@@ -47,11 +47,17 @@ export type ReadAnswer = string | Buffer | { readonly stream: Readable };
 export class CachedAnswers {
   readonly #store: CatalogueStore;
   readonly #cache: RevisionCache<TaggedBody>;
+  readonly #scope: CacheScope;
 
-  /** Kept answers fit `maxBytes` (with room for their compressed forms) and number at most `maxEntries`. */
-  constructor(store: CatalogueStore, maxBytes: number, maxEntries = Number.POSITIVE_INFINITY) {
+  /**
+   * Kept answers fit `maxBytes` (with room for their compressed forms) and number at most `maxEntries`;
+   * they are kept while what `scope` names is unchanged (`existing products`: products added do not
+   * end them).
+   */
+  constructor(store: CatalogueStore, maxBytes: number, maxEntries = Number.POSITIVE_INFINITY, scope: CacheScope = 'catalogue') {
     this.#store = store;
     this.#cache = new RevisionCache<TaggedBody>(maxBytes, taggedSize, maxEntries);
+    this.#scope = scope;
   }
 
   /**
@@ -60,7 +66,7 @@ export class CachedAnswers {
    * depend on more than the key). An error `read` throws (a 404, a 400) is the answer, and nothing is kept.
    */
   async answer(request: FastifyRequest, reply: FastifyReply, key: string | undefined, read: () => Promise<ReadAnswer>): Promise<FastifyReply> {
-    const generation = await this.#store.cacheGeneration();
+    const generation = await this.#store.cacheGeneration(this.#scope);
     const kept = key === undefined ? undefined : this.#cache.get(generation, key);
     if (kept !== undefined) return sendKept(request, reply, kept);
     const answer = await read();
@@ -78,7 +84,7 @@ export class CachedAnswers {
    */
   formNow(key: string, acceptEncoding: string | undefined): KeptForm | undefined {
     // Nothing is asked of the database here: `answer` asks it once, where it must.
-    const generation = this.#store.cacheGenerationNow();
+    const generation = this.#store.cacheGenerationNow(this.#scope);
     if (generation === undefined) return undefined;
     const kept = this.#cache.get(generation, key);
     if (kept === undefined) return undefined;

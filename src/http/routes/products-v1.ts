@@ -42,8 +42,10 @@ const LIST_CHARACTERS_PER_PRODUCT = 400;
 const LISTS_KEPT_BYTES = KEPT_LIST_MAX_PRODUCTS * LIST_CHARACTERS_PER_PRODUCT + 16 * 1024 * 1024;
 
 /**
- * Serialized products of the current generation, by pk: a hit needs no database work. Bounded in
- * bytes and in entries (each entry also costs a Map slot and two string headers beyond its bytes).
+ * Serialized products, by pk: a hit needs no database work. Kept while no product that exists changes
+ * (a create does not end them: under a stream of creates every detail read would otherwise go to the
+ * database); a product not found is never kept. Bounded in bytes and in entries (each entry also costs
+ * a Map slot and two string headers beyond its bytes).
  */
 const DETAIL_CACHE_BYTES = 16 * 1024 * 1024;
 const KEPT_ENTRIES = 100_000;
@@ -68,7 +70,7 @@ export interface WholeListSettings {
 export async function productsV1(app: FastifyInstance, { store, hits, lists: streamed, wholeList = {} }: ProductsV1Options): Promise<void> {
   const { keptMaxProducts = KEPT_LIST_MAX_PRODUCTS, stepRows = LIST_STEP_ROWS } = wholeList;
   const lists = new CachedAnswers(store, LISTS_KEPT_BYTES, KEPT_ENTRIES);
-  const details = new CachedAnswers(store, DETAIL_CACHE_BYTES, KEPT_ENTRIES);
+  const details = new CachedAnswers(store, DETAIL_CACHE_BYTES, KEPT_ENTRIES, 'existing products');
   // The keys the routes below keep their answers under.
   hits.add({ route: '/api/v1/shop/products', answers: lists, keyOf: ({ url }) => url });
   hits.add({ route: '/api/v1/shop/product/:pk', answers: details, keyOf: ({ param }) => String(parsePk(param)) });

@@ -13,6 +13,9 @@ const CONNECT_TIMEOUT_MS = 2_000;
  */
 const CHANNEL_QUERY = "SELECT 'catalogue_' || md5(current_schema()) AS channel";
 
+/** The notice of a statement that only inserted products. */
+const ONLY_ADDED = 'INSERT';
+
 /**
  * Hears the database's own notices of committed product changes on a connection of its own (`LISTEN`),
  * so that caches stay valid without a round trip per request. While that connection is down (killed,
@@ -25,6 +28,7 @@ export class PostgresChangeListener implements ChangeSignal {
   readonly #url: string;
   #client: Client | undefined;
   #changes = 0;
+  #existingChanges = 0;
   #listening = false;
   #started = false;
   #closed = false;
@@ -45,6 +49,10 @@ export class PostgresChangeListener implements ChangeSignal {
     return this.#listening ? this.#changes : undefined;
   }
 
+  existingChanges(): number {
+    return this.#existingChanges;
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     this.#listening = false;
@@ -61,8 +69,10 @@ export class PostgresChangeListener implements ChangeSignal {
     // A lost connection emits 'error' (and then 'end'); without a listener the error would end the process.
     client.on('error', () => this.#lost(client));
     client.on('end', () => this.#lost(client));
-    client.on('notification', () => {
+    client.on('notification', ({ payload }) => {
       this.#changes += 1;
+      // Named by migration 0014; anything else (an older trigger's empty notice) may have changed any product.
+      if (payload !== ONLY_ADDED) this.#existingChanges += 1;
     });
     try {
       await client.connect();
@@ -76,8 +86,9 @@ export class PostgresChangeListener implements ChangeSignal {
       return;
     }
     if (this.#client !== client || this.#closed) return;
-    // Whatever changed while nobody listened is unknown: the return counts as a change.
+    // Whatever changed while nobody listened is unknown: the return counts as a change of any product.
     this.#changes += 1;
+    this.#existingChanges += 1;
     this.#listening = true;
     this.#retryMs = RETRY_MS.first;
   }

@@ -66,6 +66,13 @@ export const postgresMigrations: DialectMigrations = {
     up: (db) => replaceTrigramIndex(db, { name: 'product_name_folded_words_trgm', over: INDEXED_NAME }, 'product_name_folded_joined_trgm'),
     down: (db) => replaceTrigramIndex(db, { name: 'product_name_folded_joined_trgm', over: SPACES_JOINED }, 'product_name_folded_words_trgm'),
   },
+  // The notice names its kind (TG_OP: INSERT, UPDATE, DELETE, TRUNCATE; UPDATE for a new identity),
+  // so that a listener can tell a change that only added products from one that changed those it keeps.
+  // Notices of one kind in one transaction are still folded into one.
+  changeNoticeKind: {
+    up: (db) => run(db, [changeNoticeFunction('TG_OP')]),
+    down: (db) => run(db, [changeNoticeFunction("''")]),
+  },
   // A new identity (no product changes with it) is announced as a change to the products is, so that
   // every instance drops the pages of the change feed it keeps.
   catalogueIdentity: {
@@ -83,6 +90,15 @@ export const postgresMigrations: DialectMigrations = {
 
 async function run(db: Kysely<unknown>, statements: readonly string[]): Promise<void> {
   for (const statement of statements) await sql.raw(statement).execute(db);
+}
+
+/** 0004's notice function, saying `payload`: replaced in place, so that its triggers stay. */
+function changeNoticeFunction(payload: string): string {
+  return `CREATE OR REPLACE FUNCTION catalogue_change_notice() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     PERFORM pg_notify('catalogue_' || md5(TG_TABLE_SCHEMA), ${payload});
+     RETURN NULL;
+   END $$`;
 }
 
 /**

@@ -70,7 +70,9 @@ export function openSqlite(path: string, { fastPaths = true, writeWaitMs = DEFAU
     jsonString: (text) => sql<string>`json_quote(${text})`,
     joinInOrder: (text) => sql<string>`group_concat(${text}, ',')`,
     textAsBytes: (text) => sql<Uint8Array>`CAST(${text} AS BLOB)`,
-    changes: dataVersionSignal(reader),
+    // The writing connection's: the store counts its own writes, and the reading connection's would
+    // count each of them a second time, as another connection's.
+    changes: dataVersionSignal(writer),
     ...(fastPaths ? { fastPaths: directStatements(reader, writer, lock) } : {}),
     writeWaits: () => lock.stats(),
     close: async () => {
@@ -89,7 +91,7 @@ function openConnection(path: string): SqliteConnection {
 /**
  * Changes when another connection (another process: an import) commits to the file; this
  * connection's own writes do not change it, and the store counts those itself. Cheaper than reading
- * the revision row: no table page is read.
+ * the revision row: no table page is read. It cannot tell an addition from a change.
  */
 function dataVersionSignal(database: SqliteConnection): ChangeSignal {
   // Read as a row (no driver-specific plucking), so that every SQLite driver runs it alike.

@@ -48,6 +48,7 @@ export const sqliteMigrations: DialectMigrations = {
   searchAcrossSeparators: { up: async () => undefined, down: async () => undefined },
   // Nothing to write: a new identity is a commit, which shows in PRAGMA data_version.
   catalogueIdentity: { up: async () => undefined, down: async () => undefined },
+  changeNoticeKind: { up: async () => undefined, down: async () => undefined },
   // AFTER: in a BEFORE trigger a pk AUTOINCREMENT is still to draw reads -1.
   pkBound: {
     up: (db) => run(db, [`CREATE TRIGGER product_pk_bound AFTER INSERT ON product WHEN new.pk > ${MAX_PK}
