@@ -24,7 +24,7 @@ async function timed(request: () => Promise<RawResponse>): Promise<RawResponse &
 }
 
 /** A fresh PostgreSQL database, a proxy in front of it, and the service connected through the proxy. */
-async function startBehindProxy(env: Record<string, string> = {}): Promise<{ proxy: TcpProxy; server: RunningServer; drop: () => Promise<void> }> {
+async function startBehindProxy(env: Record<string, string> = {}): Promise<{ proxy: TcpProxy; server: RunningServer; direct: string; drop: () => Promise<void> }> {
   const { location, drop } = await postgres.create();
   if (location.kind !== 'postgres') throw new Error('expected a PostgreSQL location');
   const direct = new URL(location.url);
@@ -34,20 +34,28 @@ async function startBehindProxy(env: Record<string, string> = {}): Promise<{ pro
   proxied.hostname = '127.0.0.1';
   proxied.port = String(proxy.port);
   const server = await startServer({ kind: 'postgres', url: proxied.toString() }, env);
-  return { proxy, server, drop };
+  return { proxy, server, direct: location.url, drop };
 }
 
 type Product = Awaited<ReturnType<typeof createProduct>>;
+
+/** How many connections listen for the notices of the catalogue at `url` (each names its channel). */
+async function listeners(url: string): Promise<number> {
+  const { rows } = await withClient(url, (client) =>
+    client.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'catalogue listener catalogue_' || md5(current_schema())"),
+  );
+  return rows[0]!.n;
+}
 
 /**
  * Inside a describe: before its tests, a service behind a proxy over a fresh database, holding one
  * product; after them, everything stopped and dropped, whatever state the test left the proxy in.
  */
-function serviceBehindProxy(env: Record<string, string> = {}): { proxy: TcpProxy; server: RunningServer; espresso: Product } {
-  const fixture = {} as { proxy: TcpProxy; server: RunningServer; espresso: Product };
+function serviceBehindProxy(env: Record<string, string> = {}): { proxy: TcpProxy; server: RunningServer; direct: string; espresso: Product } {
+  const fixture = {} as { proxy: TcpProxy; server: RunningServer; direct: string; espresso: Product };
   let dropDatabase: () => Promise<void> = async () => undefined;
   before(async () => {
-    ({ proxy: fixture.proxy, server: fixture.server, drop: dropDatabase } = await startBehindProxy(env));
+    ({ proxy: fixture.proxy, server: fixture.server, direct: fixture.direct, drop: dropDatabase } = await startBehindProxy(env));
     fixture.espresso = await createProduct(fixture.server.url, { name: 'Espresso 1 kg', price: '12.99' });
   });
   after(async () => {
@@ -159,6 +167,27 @@ describe('PostgreSQL reached by a new path after the old one went silent', { ski
     // Served, not a 503: the one connection of the pool is a new one (the silent one would time out again).
     const res = await send(`${service.server.url}/api/v1/shop/product/${service.espresso.pk}`);
     assert.deepEqual([res.status, res.json], [200, service.espresso]);
+  });
+
+  it('finds its listening connection silent, and serves a change made meanwhile, not the answer kept before', async () => {
+    service.proxy.thaw();
+    const url = `${service.server.url}/api/v1/shop/product/${service.espresso.pk}`;
+    // Kept, with the database's notices heard on the listening connection (through the proxy), which
+    // the first read opens.
+    assert.deepEqual((await send(url)).json, service.espresso);
+    await passesWithin(10_000, async () => assert.equal(await listeners(service.direct), 1, 'the service does not listen yet'), 50);
+    assert.deepEqual((await send(url)).json, service.espresso);
+    assert.deepEqual((await send(url)).json, service.espresso);
+
+    // Every connection open so far goes silent for good; new ones get through.
+    service.proxy.freeze();
+    service.proxy.reroute();
+    await withClient(service.direct, (client) => client.query(`UPDATE product SET price_cents = 1599 WHERE pk = ${service.espresso.pk}`));
+    // The listening connection is asked to answer every few seconds: ten times that bounds "never".
+    await passesWithin(100_000, async () => {
+      const res = await send(url);
+      assert.deepEqual([res.status, res.json], [200, { ...service.espresso, price: '15.99' }], 'the answer kept before the change is still served');
+    }, 100);
   });
 });
 

@@ -8,6 +8,14 @@ const RETRY_MS = { first: 50, most: 2_000 } as const;
 const CONNECT_TIMEOUT_MS = 2_000;
 
 /**
+ * How often the listening connection is asked to answer, and how long it has to: a connection the
+ * network dropped without a word (a NAT's idle timeout, a partition) delivers no notice and no error,
+ * and the caches would be served unchanged for as long as it stayed so. Not answering counts as lost.
+ */
+const CHECK_EVERY_MS = 5_000;
+const CHECK_WITHIN_MS = 5_000;
+
+/**
  * The channel the catalogue's triggers notify on (migration 0004): one per schema, since channel names
  * are database-wide and several catalogues may share one database. md5 keeps it under 63 bytes.
  */
@@ -34,6 +42,7 @@ export class PostgresChangeListener implements ChangeSignal {
   #closed = false;
   #retryMs: number = RETRY_MS.first;
   #timer: NodeJS.Timeout | undefined;
+  #check: NodeJS.Timeout | undefined;
 
   constructor(url: string) {
     this.#url = url;
@@ -57,6 +66,7 @@ export class PostgresChangeListener implements ChangeSignal {
     this.#closed = true;
     this.#listening = false;
     clearTimeout(this.#timer);
+    clearInterval(this.#check);
     const client = this.#client;
     this.#client = undefined;
     await client?.end().catch(() => undefined);
@@ -91,12 +101,27 @@ export class PostgresChangeListener implements ChangeSignal {
     this.#existingChanges += 1;
     this.#listening = true;
     this.#retryMs = RETRY_MS.first;
+    this.#check = setInterval(() => this.#checkAnswers(client), CHECK_EVERY_MS);
+    this.#check.unref();
+  }
+
+  /** Asks the listening connection for a trivial answer; none in time, and it counts as lost. */
+  #checkAnswers(client: Client): void {
+    if (this.#client !== client) return;
+    const silent = setTimeout(() => this.#lost(client), CHECK_WITHIN_MS);
+    silent.unref();
+    // A failed query is the connection's 'error' too, handled there.
+    client.query('SELECT 1').then(
+      () => clearTimeout(silent),
+      () => clearTimeout(silent),
+    );
   }
 
   #lost(client: Client): void {
     if (this.#client !== client) return;
     this.#client = undefined;
     this.#listening = false;
+    clearInterval(this.#check);
     client.end().catch(() => undefined);
     if (this.#closed) return;
     this.#timer = setTimeout(() => void this.#listen(), this.#retryMs);
