@@ -12,7 +12,7 @@ import { connectionRefusals, useConnectionHandling } from './http/connection/con
 import { useFramingRefusals } from './http/connection/request-framing.js';
 import { KeptHits } from './http/answers/kept-hits.js';
 import { useMetrics } from './http/observability/metrics.js';
-import { logAbortedRequests, OneLinePerRequest } from './http/observability/logging.js';
+import { logAbortedRequests, OneLinePerRequest } from './http/observability/one-line-per-request.js';
 import { UnroutedAnswers } from './http/observability/unrouted-answers.js';
 import { RequestLog } from './http/observability/request-log.js';
 import { changes } from './http/routes/changes.js';
