@@ -301,6 +301,7 @@ async function undoSteps(context: StoreContext, id: number): Promise<UndoOutcome
       }),
     );
     if (done) break;
+    context.changedProducts();
   }
   await context.run(() => context.writeDb.deleteFrom('bulk_write').where('id', '=', id).execute());
   return { notRestored };

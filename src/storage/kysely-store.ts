@@ -54,7 +54,7 @@ export class KyselyCatalogueStore implements CatalogueStore {
   readonly #context: StoreContext;
 
   constructor(dialect: StoreDialect, notices?: WriteNotices) {
-    const context = new StoreContext(dialect);
+    const context = new StoreContext(dialect, () => this.#changedHere());
     this.#context = context;
     this.#dialect = dialect;
     this.#reads = new ProductReads(context);
@@ -102,16 +102,14 @@ export class KyselyCatalogueStore implements CatalogueStore {
    * write is answered, so that its client reads it back through any of them.
    */
   async #written<T>(write: Promise<T>, kind: WriteKind = 'changes'): Promise<T> {
-    // A write that failed may have done part of what it does, or undone it: taken as a change.
-    let done: WriteKind = 'changes';
+    // A write that failed did at most part of what it does, so its kind holds (a refused create
+    // changed no product); a bulk write undoing its steps counts each as it commits (#changedHere).
     try {
-      const result = await write;
-      done = kind;
-      return result;
+      return await write;
     } finally {
       this.#generation += 1;
-      if (done === 'changes') this.#changesGeneration += 1;
-      if (this.#changes?.late === true) await this.#notices?.announce(done);
+      if (kind === 'changes') this.#changesGeneration += 1;
+      if (this.#changes?.late === true) await this.#notices?.announce(kind);
     }
   }
 
@@ -152,14 +150,16 @@ export class KyselyCatalogueStore implements CatalogueStore {
     return this.#written(waitForBulkWrite(this.#context, wait));
   }
 
-  async undoAbandonedBulkWrites(): Promise<number> {
-    const undone = await undoAbandonedBulkWrites(this.#context);
-    // Only when something was undone: this runs every half minute, and caches must outlive it.
-    if (undone > 0) {
-      this.#generation += 1;
-      this.#changesGeneration += 1;
-    }
-    return undone;
+  undoAbandonedBulkWrites(): Promise<number> {
+    // Each undo step counts as it commits (#changedHere); nothing else: this runs every half minute,
+    // and kept answers must outlive it when there is nothing to undo.
+    return undoAbandonedBulkWrites(this.#context);
+  }
+
+  /** A commit of this store's that may have changed any product, in the middle of longer work. */
+  #changedHere(): void {
+    this.#generation += 1;
+    this.#changesGeneration += 1;
   }
 
   existingBarcodes(barcodes: readonly string[]): Promise<Set<string>> {

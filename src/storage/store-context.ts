@@ -13,11 +13,18 @@ export class StoreContext {
   readonly db: Kysely<Database>;
   /** For writes, each in a transaction (see `StoreDialect.writeDb`). */
   readonly writeDb: Kysely<Database>;
+  /**
+   * Told after each transaction that changed products as part of a longer piece of work (an abandoned
+   * bulk write's undo step): the store's own commits are not signalled to it, and its kept answers
+   * must not outlive one of them until the whole work is done.
+   */
+  readonly changedProducts: () => void;
 
-  constructor(dialect: StoreDialect) {
+  constructor(dialect: StoreDialect, changedProducts: () => void = () => undefined) {
     this.dialect = dialect;
     this.db = dialect.db;
     this.writeDb = dialect.writeDb;
+    this.changedProducts = changedProducts;
   }
 
   /** Runs `query`, turning the database's failures into the store's errors (see `translate`). */

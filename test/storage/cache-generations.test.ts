@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import type { CatalogueStore } from '../../src/storage/store.js';
 import { describeEachStore } from '../helpers/each-store.js';
+import { databaseUrl } from '../helpers/child-server.js';
+import { startHeldImport } from '../helpers/held-import.js';
 import { outsideSql } from '../helpers/outside-sql.js';
 import { passesWithin } from '../helpers/passes-within.js';
 import { uniqueBarcode } from '../helpers/products.js';
@@ -47,9 +49,33 @@ describeEachStore('cache generations: what a write is known to have changed', { 
       await passesWithin(withinMs, async () => assert.ok((await generations(store)).catalogue >= before.catalogue + 2, "the database's notice of the create was not heard"));
       assert.equal((await generations(store)).existing, before.existing);
     }
-    // A create refused (the barcode taken) may have done anything a failed write does: a change.
+    // A create refused (the barcode taken) wrote nothing: the products that exist are as they were.
+    const refused = await generations(store);
     await assert.rejects(store.createProduct({ name: 'Twin', barcode: existing.barcode, priceCents: 100 }));
-    assert.ok((await generations(store)).existing > before.existing, 'a failed write did not move the generation of the products that exist');
+    assert.equal((await generations(store)).existing, refused.existing);
+  });
+
+  it("the store's own undo of a bulk write whose process died moves the generation of the products that exist with each step, even when it cannot finish", async (t) => {
+    const { location, open } = await ctx.freshDatabase(t);
+    const store = await open();
+    await generations(store);
+    const count = async (): Promise<number> => (await store.describeCatalogue()).count;
+    const held = await startHeldImport(t, { env: { DATABASE_URL: databaseUrl(location) }, location, count });
+    held.child.process.kill('SIGKILL');
+    await held.child.exited;
+    // The bulk write cannot be forgotten: the undo's steps commit, and then it fails.
+    if (ctx.testStore.kind === 'postgres') {
+      await outsideSql(location, "CREATE FUNCTION refuse_forgetting() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RAISE EXCEPTION ''held''; END'");
+      await outsideSql(location, 'CREATE TRIGGER refuse_forgetting BEFORE DELETE ON bulk_write FOR EACH ROW EXECUTE FUNCTION refuse_forgetting()');
+    } else {
+      await outsideSql(location, "CREATE TRIGGER refuse_forgetting BEFORE DELETE ON bulk_write BEGIN SELECT RAISE(ABORT, 'held'); END");
+    }
+    // SQLite sees its own commits only as they are counted: the next ask after the trigger's is settled.
+    const before = await generations(store);
+    assert.equal(await count(), 1_000);
+    await assert.rejects(store.undoAbandonedBulkWrites(), /held/);
+    assert.equal(await count(), 0);
+    assert.ok((await generations(store)).existing > before.existing, 'the undo did not move the generation of the products that exist');
   });
 
   const changes: ReadonlyArray<readonly [what: string, statement: string]> = [
