@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { createServer, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { PostgresChangeListener } from '../../src/storage/postgres/change-listener.js';
 import { send } from '../helpers/http.js';
 import { createProduct } from '../helpers/products.js';
 import { outsideSql } from '../helpers/outside-sql.js';
@@ -61,5 +63,35 @@ describe('the listening connection terminated by the database', { skip: postgres
     await outsideSql(location, `UPDATE product SET price_cents = 300 WHERE pk = ${product.pk}`);
     await passesWithin(10_000, async () => assert.deepEqual((await send(url)).json, { ...product, price: '3.00' }));
     assert.equal((await send(`${service.url}/readyz`)).status, 200);
+  });
+});
+
+describe('the listening connection silent once opened', () => {
+  it('is given up and opened again, not waited on until the kernel gives up', async (t) => {
+    // A server that lets a client in (authentication done, ready for a query) and then answers nothing,
+    // as a connection the network dropped right after it opened.
+    const sockets: Socket[] = [];
+    const server = createServer((socket) => {
+      sockets.push(socket);
+      socket.once('data', () => {
+        const authenticationOk = Buffer.from([0x52, 0, 0, 0, 8, 0, 0, 0, 0]);
+        const readyForQuery = Buffer.from([0x5a, 0, 0, 0, 5, 0x49]);
+        socket.write(Buffer.concat([authenticationOk, readyForQuery]));
+      });
+      socket.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as { port: number };
+    const listener = new PostgresChangeListener(`postgres://catalogue@127.0.0.1:${port}/catalogue`);
+    t.after(async () => {
+      await listener.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    });
+    assert.equal(listener.current(), undefined);
+    // Given up some 7 s after it opened: ten times that bounds "never".
+    await passesWithin(70_000, async () => assert.ok(sockets.length >= 2, 'the silent connection was never given up for a new one'), 100);
+    assert.ok(sockets[0]!.destroyed || sockets[0]!.readableEnded, 'the silent connection was left open');
+    assert.equal(listener.current(), undefined);
   });
 });

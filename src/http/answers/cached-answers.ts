@@ -36,13 +36,13 @@ export interface KeptForm {
 export type ReadAnswer = string | Buffer | { readonly stream: Readable };
 
 /**
- * The one way a read is answered: from memory while the catalogue has not changed, else read and
- * kept. Every JSON text gets a strong ETag and a 304 for a matching If-None-Match, and its
+ * The one way a read is answered: from memory while what it was read from has not changed (its
+ * `CacheScope`: the catalogue, or only the products that exist), else read and kept. Every JSON text gets a strong ETag and a 304 for a matching If-None-Match, and its
  * compressed forms are made once, on first request, and kept beside it. Valid for the catalogue's
- * current cache generation only: the generation is read before the data, so that a write in between
+ * current cache generation of its scope only: the generation is read before the data, so that a write in between
  * leaves the kept answer under a generation no later request asks for.
  *
- * @example const details = new CachedAnswers(store, 16 * 1024 * 1024); return details.answer(request, reply, key, read);
+ * @example const details = new CachedAnswers(store, 16 * 1024 * 1024, 100_000, 'existing products'); return details.answer(request, reply, key, read);
  */
 export class CachedAnswers {
   readonly #store: CatalogueStore;

@@ -1,8 +1,8 @@
 /**
- * Values valid for one cache generation of the catalogue only (`CatalogueStore.cacheGeneration()`),
- * within a memory budget in bytes and in entries. Storing a value of a newer generation than the one
- * held empties the cache first, and a value of an older one is dropped, so that nothing read before a
- * change of the catalogue is ever served after it.
+ * Values valid for one cache generation only (`CatalogueStore.cacheGeneration(scope)`), within a
+ * memory budget in bytes and in entries. Storing a value of a newer generation than the one held
+ * empties the cache first, and a value of an older one is dropped, so that nothing read before a
+ * change of what it was read from is ever served after it.
  */
 export class RevisionCache<T> {
   readonly #maxBytes: number;

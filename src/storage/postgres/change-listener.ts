@@ -85,12 +85,11 @@ export class PostgresChangeListener implements ChangeSignal {
       if (payload !== ONLY_ADDED) this.#existingChanges += 1;
     });
     try {
-      await client.connect();
-      const { rows } = await client.query<{ channel: string }>(CHANNEL_QUERY);
-      const channel = rows[0]!.channel;
-      // Named after the channel, so that an operator (or a test) can tell this instance's listener apart.
-      await client.query(`SET application_name = 'catalogue listener ${channel}'`);
-      await client.query(`LISTEN "${channel}"`);
+      // Opening covers the connect alone: a connection that goes silent after it would hold the
+      // queries below (and no retry would follow) until the kernel gave up on it, some 15 minutes.
+      const listening = this.#startListening(client);
+      this.#unlessAnsweredWithin(client, listening, CONNECT_TIMEOUT_MS + CHECK_WITHIN_MS);
+      await listening;
     } catch {
       this.#lost(client);
       return;
@@ -105,16 +104,40 @@ export class PostgresChangeListener implements ChangeSignal {
     this.#check.unref();
   }
 
+  async #startListening(client: Client): Promise<void> {
+    await client.connect();
+    const { rows } = await client.query<{ channel: string }>(CHANNEL_QUERY);
+    const channel = rows[0]!.channel;
+    // Named after the channel, so that an operator (or a test) can tell this instance's listener apart.
+    await client.query(`SET application_name = 'catalogue listener ${channel}'`);
+    await client.query(`LISTEN "${channel}"`);
+  }
+
   /** Asks the listening connection for a trivial answer; none in time, and it counts as lost. */
   #checkAnswers(client: Client): void {
     if (this.#client !== client) return;
-    const silent = setTimeout(() => this.#lost(client), CHECK_WITHIN_MS);
+    // A failed query ends in the connection's 'error', or is asked again at the next check.
+    this.#unlessAnsweredWithin(client, client.query('SELECT 1'), CHECK_WITHIN_MS);
+  }
+
+  /**
+   * Counts `client` lost unless `asked` has settled within `ms`. An answer already in the socket when
+   * the time is up is read first: a turn of the event loop that ran longer than `ms` on other work
+   * is not the connection's silence.
+   */
+  #unlessAnsweredWithin(client: Client, asked: Promise<unknown>, ms: number): void {
+    let answered = false;
+    const silent = setTimeout(() => {
+      setImmediate(() => {
+        if (!answered) this.#lost(client);
+      });
+    }, ms);
     silent.unref();
-    // A failed query is the connection's 'error' too, handled there.
-    client.query('SELECT 1').then(
-      () => clearTimeout(silent),
-      () => clearTimeout(silent),
-    );
+    const settled = (): void => {
+      answered = true;
+      clearTimeout(silent);
+    };
+    asked.then(settled, settled);
   }
 
   #lost(client: Client): void {
