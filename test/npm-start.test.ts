@@ -157,6 +157,15 @@ describe('npm start', { timeout: 360_000 }, () => {
     assert.deepEqual(await service.exited, { code: 0, signal: null });
   });
 
+  it("keeps the app out of the workers' primary: its bundle loads the serving only where it serves", () => {
+    // The primary holds 55 MB of RSS so, 89 MB with the app loaded (docs/PERFORMANCE.md).
+    const primary = readFileSync(join(ROOT, 'dist/service.js'), 'utf8');
+    assert.doesNotMatch(primary, /from ["']fastify["']|import\(["']fastify["']\)/, 'the primary bundle imports Fastify');
+    assert.doesNotMatch(primary, /function buildApp\b/, "the primary bundle holds the app's code");
+    assert.match(primary, /import\(["']\.\/serving\.js["']\)/);
+    assert.match(readFileSync(join(ROOT, 'dist/serving.js'), 'utf8'), /from ["']fastify["']/);
+  });
+
   it('says in one line to run npm ci first on a checkout never built, and exits 1', async (t) => {
     const checkout = mkdtempSync(join(tmpdir(), 'catalogue-unbuilt-'));
     t.after(() => rmSync(checkout, { recursive: true, force: true }));

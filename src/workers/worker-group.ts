@@ -120,7 +120,7 @@ export function joinWorkerGroup(size: number): WorkerGroup | undefined {
  * notice is on its way share the next one, so that a burst of creates costs a few round trips, not
  * one each.
  */
-class WorkerWriteNotices implements WriteNotices {
+export class WorkerWriteNotices implements WriteNotices {
   readonly #tell: (kind: WriteKind) => Promise<unknown>;
   #heard = 0;
   #heardChanges = 0;
