@@ -217,6 +217,16 @@ export interface ChangeSignal {
    * other of their own writes before answering them (`WriteNotices`).
    */
   readonly late?: boolean;
+  /** Where the signal is a connection of its own (PostgreSQL's `LISTEN`): its state. */
+  connection?(): ChangeConnection;
+}
+
+/** The state of the connection a change signal hears other connections' commits on. */
+export interface ChangeConnection {
+  /** Whether it listens now: while not, every cached read asks the database for its revision. */
+  readonly listening: boolean;
+  /** How often it was lost while listening (ended, or silent past its check) since the store opened. */
+  readonly lost: number;
 }
 
 /**

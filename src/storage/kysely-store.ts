@@ -23,6 +23,7 @@ import type {
   WriteWaits,
   IdempotencyRecord,
   KeyedCreation,
+  ChangeConnection,
   PoolStats,
   PriceListOutcome,
   ProductPage,
@@ -208,6 +209,10 @@ export class KyselyCatalogueStore implements CatalogueStore {
 
   poolStats(): PoolStats | undefined {
     return this.#dialect.poolStats?.();
+  }
+
+  changeConnection(): ChangeConnection | undefined {
+    return this.#changes?.connection?.();
   }
 
   writeWaits(): WriteWaits | undefined {

@@ -1,8 +1,8 @@
 import type { NewProduct, Product } from '../catalogue/product.js';
 import type { ProductFilter } from '../catalogue/search.js';
-import type { PoolStats, WriteWaits } from './dialect.js';
+import type { ChangeConnection, PoolStats, WriteWaits } from './dialect.js';
 
-export type { PoolStats, WriteWaits } from './dialect.js';
+export type { ChangeConnection, PoolStats, WriteWaits } from './dialect.js';
 
 /** The catalogue's size and its revision: a number every write to the catalogue increases. */
 export interface CatalogueSummary {
@@ -184,6 +184,12 @@ export interface CatalogueStore {
 
   /** The connection pool's state, or `undefined` for a database without a pool. */
   poolStats(): PoolStats | undefined;
+
+  /**
+   * The state of the connection that hears other connections' commits (PostgreSQL; it opens on the
+   * first cached read), or `undefined` where there is none (SQLite reads them off the file).
+   */
+  changeConnection(): ChangeConnection | undefined;
 
   /**
    * How this store's writes have waited for another connection's write lock since it opened, or

@@ -63,6 +63,10 @@ describe('the listening connection terminated by the database', { skip: postgres
     await outsideSql(location, `UPDATE product SET price_cents = 300 WHERE pk = ${product.pk}`);
     await passesWithin(10_000, async () => assert.deepEqual((await send(url)).json, { ...product, price: '3.00' }));
     assert.equal((await send(`${service.url}/readyz`)).status, 200);
+    // An operator sees it: lost once, and listening again.
+    const metrics = (await send(`${service.url}/metrics`)).text;
+    assert.match(metrics, /^catalogue_change_listener_lost_total 1$/m);
+    assert.match(metrics, /^catalogue_change_listener_listening 1$/m);
   });
 });
 

@@ -74,6 +74,26 @@ export function useMetrics(app: FastifyInstance, store: CatalogueStore, { stream
     },
   });
 
+  if (store.changeConnection() !== undefined) {
+    new Gauge({
+      name: 'catalogue_change_listener_listening',
+      help: "Processes whose connection hearing other connections' commits (PostgreSQL LISTEN) listens now; while one does not, its cached reads each ask the database. Absent on SQLite.",
+      registers: [registry],
+      collect() {
+        this.set(store.changeConnection()!.listening ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: 'catalogue_change_listener_lost_total',
+      help: 'Times that connection was lost while it listened (ended, or silent past its check), each followed by listening again. Absent on SQLite.',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(store.changeConnection()!.lost);
+      },
+    });
+  }
+
   new Counter({
     name: 'catalogue_list_steps_read_total',
     help: 'Steps of rows the streamed v1 lists read from the database; each is read only once its client has taken the one before.',

@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import type { ChangeSignal } from '../dialect.js';
+import type { ChangeConnection, ChangeSignal } from '../dialect.js';
 
 /** Waits between attempts to listen again after the connection was lost: doubling, up to the last. */
 const RETRY_MS = { first: 50, most: 2_000 } as const;
@@ -38,6 +38,7 @@ export class PostgresChangeListener implements ChangeSignal {
   #changes = 0;
   #existingChanges = 0;
   #listening = false;
+  #lostWhileListening = 0;
   #started = false;
   #closed = false;
   #retryMs: number = RETRY_MS.first;
@@ -60,6 +61,10 @@ export class PostgresChangeListener implements ChangeSignal {
 
   existingChanges(): number {
     return this.#existingChanges;
+  }
+
+  connection(): ChangeConnection {
+    return { listening: this.#listening, lost: this.#lostWhileListening };
   }
 
   async close(): Promise<void> {
@@ -143,6 +148,7 @@ export class PostgresChangeListener implements ChangeSignal {
   #lost(client: Client): void {
     if (this.#client !== client) return;
     this.#client = undefined;
+    if (this.#listening) this.#lostWhileListening += 1;
     this.#listening = false;
     clearInterval(this.#check);
     client.end().catch(() => undefined);
