@@ -170,6 +170,11 @@ export interface DenseTexts {
   readonly share: number;
   /** A statement reading the folded names (`name_folded`) of about `size` products at random out of `products`. */
   sample(size: number, products: number): RawBuilder<{ name_folded: string | null }>;
+  /**
+   * Runs the statement that counts a text the sample says few names hold, so that the database reads
+   * its matches through the trigram index whatever its own estimate of their number.
+   */
+  countThroughIndex<R>(db: Kysely<Database>, statement: RawBuilder<R>): Promise<R[]>;
 }
 
 /**

@@ -96,8 +96,11 @@ export class SearchReads {
       async () => {
         // One statement, so that the count, the revision and the page come from one snapshot everywhere.
         const walked = source.walk !== undefined && (source.readsEveryName || (await this.#isDense(filter)));
-        const statement = walked ? walkedPage({ ...source, walk: source.walk! }, offset, limit, countAtMost) : countedPage(source, offset, limit, countAtMost);
-        return pageOf((await statement.execute(this.#context.db)).rows);
+        const db = this.#context.db;
+        if (walked) return pageOf((await walkedPage({ ...source, walk: source.walk! }, offset, limit, countAtMost).execute(db)).rows);
+        const counted = countedPage(source, offset, limit, countAtMost);
+        const dense = this.#context.dialect.search.denseTexts;
+        return pageOf(dense === undefined ? (await counted.execute(db)).rows : await dense.countThroughIndex(db, counted));
       },
       async (revision) => {
         let count = 0;
