@@ -171,10 +171,10 @@ export interface DenseTexts {
   /** A statement reading the folded names (`name_folded`) of about `size` products at random out of `products`. */
   sample(size: number, products: number): RawBuilder<{ name_folded: string | null }>;
   /**
-   * Runs the statement that counts a text the sample says few names hold, so that the database reads
-   * its matches through the trigram index whatever its own estimate of their number.
+   * Runs a statement that reads (or counts) the matches of a text the sample says few names hold, so
+   * that the database reads them through the trigram index whatever its own estimate of their number.
    */
-  countThroughIndex<R>(db: Kysely<Database>, statement: RawBuilder<R>): Promise<R[]>;
+  readThroughIndex<R>(db: Kysely<Database>, statement: RawBuilder<R>): Promise<R[]>;
 }
 
 /**
