@@ -44,7 +44,8 @@ describeEachStore('pages of a search', { env: false }, (ctx) => {
     const products = await everyProduct(store);
     const { revision } = await store.describeCatalogue();
     // `tea` matches 300 of 400: the first pages walk the pks, the last are sorted (see search-reads.ts).
-    for (const text of ['tea', 'rare', 'a b', 'aqb', 'a  b', 'b tea', 'b tea 1', ' 0,1 l', 'q', 'zzz']) {
+    // Texts whose parts are each in many names but together in few or none (`rare 16`, `zzz tea`).
+    for (const text of ['tea', 'rare', 'a b', 'aqb', 'a  b', 'b tea', 'b tea 1', ' 0,1 l', 'q', 'zzz', 'rare 16', 'coffee 12', 'a b rare', 'zzz tea']) {
       const search = foldForSearch(text.trim());
       const matches = products.filter((p) => foldForSearch(p.name).includes(search));
       assert.equal(await store.countMatching({ search }), matches.length, text);
