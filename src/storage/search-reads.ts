@@ -145,11 +145,14 @@ export class SearchReads {
         // against 3 s for the whole catalogue (docs/PERFORMANCE.md, "Finding products"). Where they are
         // few, the index finds them and they are sorted: walked, a text 670 names hold took 2.9 s a batch.
         const walked = await this.#walked(source, filter);
-        const order = walked ? source.walk!.order : source.order;
+        // Walked, by the walk's own condition, which no index serves: with the index's condition the
+        // planner, estimating 14,747 matches where 116,347 names held `milch`, read and sorted every
+        // match after `afterPk` for each batch of the list instead (123 s for the list, against 4.6 s).
+        const { where, order } = walked ? source.walk! : source;
         const rows = await this.#rows(
           sql<ProductRow>`
             SELECT ${PRODUCT_SELECT} FROM ${source.from}
-            WHERE ${source.where} AND ${source.pk} > ${afterPk} ORDER BY ${order} LIMIT ${limit}`,
+            WHERE ${where} AND ${source.pk} > ${afterPk} ORDER BY ${order} LIMIT ${limit}`,
           filter,
           walked,
         );
