@@ -139,15 +139,13 @@ export class SearchReads {
     return this.#search(
       source,
       async () => {
-        // Where the matches are many, in plain pk order: the database walks the pk index from `afterPk`
-        // and stops at `limit` matches. In `source.order`, every batch of a long list read and sorted
-        // every match after `afterPk`: the v1 list of `e` at a million products took 69 s on PostgreSQL,
-        // against 3 s for the whole catalogue (docs/PERFORMANCE.md, "Finding products"). Where they are
-        // few, the index finds them and they are sorted: walked, a text 670 names hold took 2.9 s a batch.
+        // Where the matches are many, walked in pk order by the walk's own condition, which no index
+        // serves, so that the database stops at `limit` matches: sorted from an index, every batch of a
+        // long list read and sorted every match after `afterPk` (the v1 list of `e` at a million: 69 s on
+        // PostgreSQL; of `milch`, 116,347 products, 123 s against 2.0 s walked; docs/PERFORMANCE.md).
+        // Where they are few, the index finds them and they are sorted (walked, a text 670 names hold
+        // took 2.9 s a batch).
         const walked = await this.#walked(source, filter);
-        // Walked, by the walk's own condition, which no index serves: with the index's condition the
-        // planner, estimating 14,747 matches where 116,347 names held `milch`, read and sorted every
-        // match after `afterPk` for each batch of the list instead (123 s for the list, against 4.6 s).
         const { where, order } = walked ? source.walk! : source;
         const rows = await this.#rows(
           sql<ProductRow>`
