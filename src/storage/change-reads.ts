@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import { CATALOGUE_ID } from './catalogue-state.js';
+import { productJson } from './product-json.js';
 import { toProduct, type ProductRow } from './product-row.js';
 import { MISSING_STATE, type StoreContext } from './store-context.js';
 import type { Change, ChangePage, ChangePageJson } from './store.js';
@@ -91,16 +92,10 @@ export class ChangeReads {
 
 /**
  * A change as JSON, in the feed's `Change` form (src/http/contract/schemas.ts; test/storage/change-feed.test.ts
- * holds the two to the same values): `{"version":…,"pk":…,"product":{"pk":…,"name":…,"barcode":…,"price":"12.50"}}`,
- * `"product":null` for a removal. The price is written as formatPrice writes it: whole units, a dot,
- * two digits of cents.
+ * holds the two to the same values): `{"version":…,"pk":…,"product":{…}}`, `"product":null` for a removal.
  */
 function changeJson(jsonString: (text: RawBuilder<unknown>) => RawBuilder<string>): RawBuilder<string> {
-  const cents = sql`product.price_cents`;
-  const price = sql`(${cents} / 100) || '.' || CASE WHEN ${cents} % 100 < 10 THEN '0' ELSE '' END || (${cents} % 100)`;
-  // As text whatever plain SQL stored (SQLite keeps a BLOB or a number in a text column as it was given), as toProduct reads it.
-  const product = sql`'{"pk":' || product.pk || ',"name":' || ${jsonString(sql`CAST(product.name AS TEXT)`)} || ',"barcode":' || ${jsonString(sql`CAST(product.barcode AS TEXT)`)} || ',"price":"' || ${price} || '"}'`;
-  return sql<string>`'{"version":' || catalogue_change.version || ',"pk":' || catalogue_change.pk || ',"product":' || CASE WHEN product.pk IS NULL THEN 'null' ELSE ${product} END || '}'`;
+  return sql<string>`'{"version":' || catalogue_change.version || ',"pk":' || catalogue_change.pk || ',"product":' || CASE WHEN product.pk IS NULL THEN 'null' ELSE ${productJson(jsonString)} END || '}'`;
 }
 
 /**

@@ -27,6 +27,7 @@ import type {
   PoolStats,
   PriceListOutcome,
   ProductPage,
+  ProductsJson,
   RestoreOptions,
   RestoreOutcome,
 } from './store.js';
@@ -181,6 +182,10 @@ export class KyselyCatalogueStore implements CatalogueStore {
 
   listProductsAfter(afterPk: number, limit: number): Promise<Product[]> {
     return this.#reads.listProductsAfter(afterPk, limit);
+  }
+
+  listProductsJsonAfter(afterPk: number, limit: number): Promise<ProductsJson> {
+    return this.#reads.listProductsJsonAfter(afterPk, limit);
   }
 
   readFilteredPage(filter: ProductFilter, offset: number, limit: number, countAtMost: number): Promise<ProductPage> {

@@ -1,10 +1,11 @@
 import { sql, type CompiledQuery } from 'kysely';
 import type { Product } from '../catalogue/product.js';
-import type { DialectFastPaths, StateRow } from './dialect.js';
+import type { DialectFastPaths, StateRow, StoreDialect } from './dialect.js';
 import { PRODUCT_COLUMNS, toProduct, type ProductRow } from './product-row.js';
 import { MISSING_STATE, type StoreContext } from './store-context.js';
 import { stateOf, STATE_ROW } from './catalogue-state.js';
-import type { CatalogueState, ProductPage } from './store.js';
+import { productJson } from './product-json.js';
+import type { CatalogueState, ProductPage, ProductsJson } from './store.js';
 
 /**
  * The plain reads of products and of the catalogue's state. The reads every request makes are
@@ -16,6 +17,7 @@ export class ProductReads {
   readonly #findQuery: CompiledQuery<ProductRow>;
   readonly #stateQuery: CompiledQuery<StateRow>;
   readonly #pageQuery: CompiledQuery<PageRow>;
+  readonly #jsonStepQuery: CompiledQuery<JsonStepRow>;
 
   constructor(context: StoreContext) {
     const { db } = context;
@@ -24,6 +26,7 @@ export class ProductReads {
     this.#findQuery = db.selectFrom('product').select(PRODUCT_COLUMNS).where('pk', '=', 0).compile();
     this.#stateQuery = sql<StateRow>`${sql.raw(STATE_ROW)}`.compile(db);
     this.#pageQuery = pageQuery(0, 0).compile(db);
+    this.#jsonStepQuery = jsonStepQuery(context.dialect, 0, 0).compile(db);
   }
 
   async findProduct(pk: number): Promise<Product | undefined> {
@@ -47,6 +50,12 @@ export class ProductReads {
       this.#context.db.selectFrom('product').select(PRODUCT_COLUMNS).where('pk', '>', afterPk).orderBy('pk').limit(limit).execute(),
     );
     return rows.map(toProduct);
+  }
+
+  async listProductsJsonAfter(afterPk: number, limit: number): Promise<ProductsJson> {
+    const row = (await this.#execute(withParameters(this.#jsonStepQuery, [afterPk, limit]))).rows[0];
+    const count = Number(row?.products ?? 0);
+    return { json: row?.json ?? '', count, lastPk: count === 0 ? undefined : Number(row?.last) };
   }
 
   async ping(): Promise<void> {
@@ -98,6 +107,28 @@ function pageQuery(offset: number, limit: number) {
       LIMIT ${limit}
     ) p ON 1 = 1
     ORDER BY p.pk`;
+}
+
+interface JsonStepRow {
+  json: string | Uint8Array;
+  products: number | string | bigint;
+  last: number | string | bigint | null;
+}
+
+/**
+ * Up to `limit` products after `afterPk` in pk order as one text of their JSON joined by commas, with
+ * how many and the last pk. Parameters, in order: afterPk, limit.
+ */
+function jsonStepQuery(dialect: StoreDialect, afterPk: number, limit: number) {
+  return sql<JsonStepRow>`
+    SELECT ${dialect.textAsBytes(sql`coalesce(${dialect.joinInOrder(sql`step.json`, sql`step.pk`)}, '')`)} AS json,
+      count(*) AS products, max(step.pk) AS last
+    FROM (
+      SELECT product.pk, ${productJson(dialect.jsonString)} AS json FROM product
+      WHERE product.pk > ${afterPk}
+      ORDER BY product.pk
+      LIMIT ${limit}
+    ) AS step`;
 }
 
 function withParameters<R>(query: CompiledQuery<R>, parameters: readonly unknown[]): CompiledQuery<R> {

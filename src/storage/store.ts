@@ -70,6 +70,12 @@ export interface CatalogueStore {
   listProductsAfter(afterPk: number, limit: number): Promise<Product[]>;
 
   /**
+   * The same products as `listProductsAfter`, as the JSON the API writes for them, written by the
+   * database and joined by commas: a step of the whole list as it is sent.
+   */
+  listProductsJsonAfter(afterPk: number, limit: number): Promise<ProductsJson>;
+
+  /**
    * Up to `limit` products matching `filter` after skipping `offset` matches, in `pk` order, with the
    * number of matches counted up to `countAtMost` (as `count`: the number of matches, or `countAtMost`
    * when that many or more match) and the revision, all from one snapshot. Matches are read no further
@@ -255,6 +261,16 @@ export type CacheScope = 'catalogue' | 'existing products';
  * is as it was); `changes` may have changed or removed any.
  */
 export type WriteKind = 'adds' | 'changes';
+
+/** Products as `listProductsJsonAfter` reads them. */
+export interface ProductsJson {
+  /** Their JSON objects joined by commas, without brackets (empty for none): text, or its UTF-8 bytes where the database hands them over so. */
+  readonly json: string | Uint8Array;
+  /** How many products it holds. */
+  readonly count: number;
+  /** The pk of the last of them; `undefined` when there are none. */
+  readonly lastPk: number | undefined;
+}
 
 /** A page of the change feed as `readChangesJson` reads it. */
 export interface ChangePageJson {

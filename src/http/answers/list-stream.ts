@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import type { Product } from '../../catalogue/product.js';
+import type { ProductsJson } from '../../storage/store.js';
 import { nextTurn } from '../../turns.js';
 import { productWire } from '../contract/wire.js';
 
@@ -28,17 +29,19 @@ export class WholeLists {
 
 /**
  * The list as JSON text (the bytes the compiled serializer writes for the array), read from the
- * database one step of keyset-ordered rows at a time, each after a turn of the event loop, and only
- * as fast as the client takes it: a step is read when the stream's consumer asks for more (the socket
- * drained), so a client that stops reading stops the reads, and neither the whole table nor a
+ * database one step of keyset-ordered products at a time, each after a turn of the event loop, and
+ * only as fast as the client takes it: a step is read when the stream's consumer asks for more (the
+ * socket drained), so a client that stops reading stops the reads, and neither the whole table nor a
  * long-held database connection is ever needed.
  *
- * `readStep(afterPk)` gives the next rows after `afterPk`, at most `stepRows`; `firstStep` was read before
- * the status line went out, so that an unreachable database is still a 503.
+ * `readStep(afterPk)` gives the next products after `afterPk` as JSON, at most `stepRows`; `firstStep`
+ * was read before the status line went out, so that an unreachable database is still a 503.
  */
-export function listStream(readStep: (afterPk: number) => Promise<Product[]>, firstStep: readonly Product[], stepRows: number, lists: WholeLists): Readable {
-  let step: readonly Product[] | undefined = firstStep;
-  let first = true;
+export function listStream(readStep: (afterPk: number) => Promise<ProductsJson>, firstStep: ProductsJson, stepRows: number, lists: WholeLists): Readable {
+  let inHand: ProductsJson | undefined = firstStep;
+  let afterPk = 0;
+  let opened = false;
+  let written = false;
   let reading = false;
   let waiting = false;
   const setWaiting = (now: boolean): void => {
@@ -54,14 +57,27 @@ export function listStream(readStep: (afterPk: number) => Promise<Product[]>, fi
       setWaiting(false);
       if (reading) return;
       reading = true;
-      next().then(
-        (text) => {
+      nextStep().then(
+        (step) => {
           reading = false;
           // A client that left while the step was read: its stream is gone, and waits for nothing.
           if (stream.destroyed) return;
-          const more = stream.push(text);
-          if (step === undefined) stream.push(null);
-          else if (!more) setWaiting(true);
+          // Handed on at once: a step's text lives no longer than its read, and dies young.
+          let more = true;
+          if (!opened) more = stream.push('[');
+          opened = true;
+          if (step.count > 0) {
+            if (written) more = stream.push(',');
+            more = stream.push(step.json);
+            written = true;
+          }
+          if (step.count < stepRows || step.lastPk === undefined) {
+            stream.push(']');
+            stream.push(null);
+            return;
+          }
+          afterPk = step.lastPk;
+          if (!more) setWaiting(true);
         },
         (error: unknown) => stream.destroy(error instanceof Error ? error : new Error(String(error))),
       );
@@ -73,25 +89,25 @@ export function listStream(readStep: (afterPk: number) => Promise<Product[]>, fi
     },
   });
 
-  /** The text of the step in hand, and the next step read (after a turn), or `undefined` after the last. */
-  async function next(): Promise<string> {
-    const rows = step ?? [];
-    let text = first ? '[' : '';
-    for (const product of rows) {
-      // The same bytes as the compiled serializer writes for a product: the fields are plain strings and numbers.
-      text += (first ? '' : ',') + JSON.stringify(productWire(product));
-      first = false;
-    }
-    if (rows.length < stepRows) {
-      step = undefined;
-      return `${text}]`;
+  /** The first step, read before the answer began, or the next one, read now (after a turn). */
+  async function nextStep(): Promise<ProductsJson> {
+    if (inHand !== undefined) {
+      const step = inHand;
+      inHand = undefined;
+      return step;
     }
     // The requests that arrived meanwhile are served before the next step is read.
     await nextTurn();
-    step = await readStep(rows[rows.length - 1]!.pk);
+    const step = await readStep(afterPk);
     lists.stepsRead += 1;
-    return text;
+    return step;
   }
 
   return stream;
+}
+
+/** Products read as objects (a filtered list's matches) as a step of the list: the serializer's bytes for each. */
+export function productsStep(products: readonly Product[]): ProductsJson {
+  // The fields are plain strings and numbers: JSON.stringify writes the same bytes as the compiled serializer.
+  return { json: products.map((product) => JSON.stringify(productWire(product))).join(','), count: products.length, lastPk: products.at(-1)?.pk };
 }

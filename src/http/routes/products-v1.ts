@@ -17,7 +17,7 @@ import { productWire } from '../contract/wire.js';
 import { FILTER_QUERY, hasFilter, productFilter } from '../contract/filters.js';
 import { requestAddress } from '../guards/request-address.js';
 import type { KeptHits } from '../answers/kept-hits.js';
-import { LIST_STEP_ROWS, listStream, type WholeLists } from '../answers/list-stream.js';
+import { LIST_STEP_ROWS, listStream, productsStep, type WholeLists } from '../answers/list-stream.js';
 
 /** Rows of a filtered list read at first: fewer matches are kept whole. */
 const LIST_BATCH = 2_000;
@@ -107,7 +107,7 @@ export async function productsV1(app: FastifyInstance, { store, hits, lists: str
             // Most filtered lists (every barcode lookup) fit one batch: kept whole.
             const matches = await store.listFilteredAfter(filter, 0, LIST_BATCH);
             if (matches.length < LIST_BATCH) return serializeOk(reply, matches.map(productWire));
-            return { stream: listStream((after) => store.listFilteredAfter(filter, after, stepRows), matches, stepRows, streamed) };
+            return { stream: listStream(async (after) => productsStep(await store.listFilteredAfter(filter, after, stepRows)), productsStep(matches), stepRows, streamed) };
           }
           const { count } = await store.describeCatalogue();
           if (count <= keptMaxProducts) return serializeOk(reply, (await readWholeList(store)).map(productWire));
@@ -115,8 +115,8 @@ export async function productsV1(app: FastifyInstance, { store, hits, lists: str
           // above, so that an unreachable one is still a 503, but no product is read.
           if (request.method === 'HEAD') return { stream: Readable.from([]) };
           // Read before the status line goes out, so an unreachable database is still a 503.
-          const firstStep = await store.listProductsAfter(0, stepRows);
-          return { stream: listStream((after) => store.listProductsAfter(after, stepRows), firstStep, stepRows, streamed) };
+          const firstStep = await store.listProductsJsonAfter(0, stepRows);
+          return { stream: listStream((after) => store.listProductsJsonAfter(after, stepRows), firstStep, stepRows, streamed) };
         });
       },
     },
