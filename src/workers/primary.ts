@@ -4,6 +4,7 @@ import LocalStore from '@fastify/rate-limit/store/LocalStore.js';
 import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
 import { answerQuestion, isAnswer, isQuestion, Questions, sendOver } from './asking.js';
 import { WRITE_NOTICE_WITHIN_MS, type RateCount } from './worker-group.js';
+import { workerExecArgv } from './worker-heap.js';
 
 /** A worker that ends sooner than this after its start is failing to start: its next one waits. */
 const EARLY_EXIT_MS = 5000;
@@ -59,6 +60,7 @@ interface Member {
  * count and memory, and it gathers every worker's metrics and readiness.
  */
 export function startPrimary({ workers, log, stopGraceMs }: PrimaryOptions): Primary {
+  cluster.setupPrimary({ execArgv: workerExecArgv(process.execArgv, process.env['NODE_OPTIONS']) });
   const members = new Map<number, Member>();
   // The rate limit's own in-process store, kept here once for every worker, so that a client's requests
   // count against one limit whichever worker serves them.

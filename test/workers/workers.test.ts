@@ -8,6 +8,7 @@ import { connect as netConnect } from 'node:net';
 import { before, describe, it, type TestContext } from 'node:test';
 import { databaseUrl, runServiceUntilExit, spawnChild, spawnQuietServer, spawnServer, type ChildServer } from '../helpers/child-server.js';
 import { sqlite } from '../helpers/stores.js';
+import { WORKER_SEMI_SPACE_MB } from '../../src/workers/worker-heap.js';
 import { describeEachStore } from '../helpers/each-store.js';
 import { openEventStream, type EventStreamClient } from '../helpers/event-stream.js';
 import { send } from '../helpers/http.js';
@@ -165,6 +166,11 @@ describeEachStore('WORKERS=2', { env: false, timeout: 900_000 }, (ctx) => {
     const server = await serveWithWorkers(t);
     assert.equal(new Set(workerPids(server)).size, 2);
     assert.ok(!workerPids(server).includes(server.process.pid!), 'the primary serves nothing itself');
+    // Each worker's young generation is sized (src/workers/worker-heap.ts): the option is on its command line.
+    for (const pid of new Set(workerPids(server))) {
+      const options = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      assert.ok(options.includes(`--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`), options.join(' '));
+    }
 
     // Every request on a connection of its own: connections reach the workers in turn.
     const created = [];
