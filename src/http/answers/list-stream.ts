@@ -62,7 +62,7 @@ export function listStream(readStep: (afterPk: number) => Promise<ProductsJson>,
           reading = false;
           // A client that left while the step was read: its stream is gone, and waits for nothing.
           if (stream.destroyed) return;
-          // Handed on at once: a step's text lives no longer than its read, and dies young.
+          // Handed on at once: no step is held while the next is read, and none is read before the client asks.
           let more = true;
           if (!opened) more = stream.push('[');
           opened = true;
