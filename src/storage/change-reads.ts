@@ -1,6 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import { CATALOGUE_ID } from './catalogue-state.js';
-import { productJson } from './product-json.js';
+import { productJson, wellFormedJson } from './product-json.js';
 import { toProduct, type ProductRow } from './product-row.js';
 import { MISSING_STATE, type StoreContext } from './store-context.js';
 import type { Change, ChangePage, ChangePageJson } from './store.js';
@@ -83,7 +83,7 @@ export class ChangeReads {
     return {
       catalogue: String(row.catalogue),
       version: Number(row.head),
-      changesJson: row.changes,
+      changesJson: wellFormedJson(row.changes),
       lastVersion: row.last === null ? undefined : Number(row.last),
       more: Boolean(row.more),
     };

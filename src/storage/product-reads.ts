@@ -4,7 +4,7 @@ import type { DialectFastPaths, StateRow, StoreDialect } from './dialect.js';
 import { PRODUCT_COLUMNS, toProduct, type ProductRow } from './product-row.js';
 import { MISSING_STATE, type StoreContext } from './store-context.js';
 import { stateOf, STATE_ROW } from './catalogue-state.js';
-import { productJson } from './product-json.js';
+import { productJson, wellFormedJson } from './product-json.js';
 import type { CatalogueState, ProductPage, ProductsJson } from './store.js';
 
 /**
@@ -55,7 +55,7 @@ export class ProductReads {
   async listProductsJsonAfter(afterPk: number, limit: number): Promise<ProductsJson> {
     const row = (await this.#execute(withParameters(this.#jsonStepQuery, [afterPk, limit]))).rows[0];
     const count = Number(row?.products ?? 0);
-    return { json: row?.json ?? '', count, lastPk: count === 0 ? undefined : Number(row?.last) };
+    return { json: wellFormedJson(row?.json ?? ''), count, lastPk: count === 0 ? undefined : Number(row?.last) };
   }
 
   async ping(): Promise<void> {

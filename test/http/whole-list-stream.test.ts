@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { isUtf8 } from 'node:buffer';
 import { connect } from 'node:net';
 import { it, type TestContext } from 'node:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
@@ -16,6 +17,14 @@ import { startServer, type RunningServer, type ServerOptions } from '../helpers/
 
 const STREAMED = { wholeList: { keptMaxProducts: 100, stepRows: 200 } } satisfies ServerOptions;
 
+/** Names that are no UTF-8, as hex: a lone byte, a cut sequence, an encoded surrogate, past U+10FFFF, overlong. */
+const BAD_UTF8_NAMES: ReadonlyArray<readonly [number, string]> = [
+  [2, 'ff41c3'],
+  [400, '41eda080'],
+  [401, 'f4908080'],
+  [2_999, 'c0af22'],
+];
+
 const AWKWARD_NAMES: ReadonlyArray<readonly [number, string]> = [
   [1, 'Quote " and backslash \\ and slash /'],
   [200, 'Tab\tnew line\ncarriage return\rcontrols \u0001\u001f\u007f'],
@@ -32,6 +41,8 @@ describeEachStore('the whole v1 list, streamed', { env: false, timeout: 600_000 
     // Names whose JSON needs escapes, where steps meet and inside them: each step's text is written by
     // the database, the list kept whole by the serializer.
     for (const [pk, name] of AWKWARD_NAMES) await outsideSql(location, 'UPDATE product SET name = $1 WHERE pk = $2', [name, pk]);
+    // SQLite keeps whatever bytes plain SQL gives a text column: a product read decodes bad ones to U+FFFD.
+    if (location.kind === 'sqlite') for (const [pk, bytes] of BAD_UTF8_NAMES) await outsideSql(location, `UPDATE product SET name = CAST(X'${bytes}' AS TEXT) WHERE pk = ${pk}`);
     const whole = await serverOver(location, t, { inProcess: true });
     const streamed = await serverOver(location, t, STREAMED);
     const expected = await send(`${whole.url}/api/v1/shop/products`);
@@ -50,6 +61,13 @@ describeEachStore('the whole v1 list, streamed', { env: false, timeout: 600_000 
       assert.equal(after.stepsRead - before.stepsRead, 16, coding);
       assert.equal(after.open, 0);
     }
+    // The change feed, whose pages the database writes as the list's steps, says the same of each product.
+    const feed = await send(`${streamed.url}/api/v2/shop/changes?since=0&limit=10000`);
+    assert.equal(feed.status, 200);
+    assert.ok(isUtf8(feed.bytes), 'the feed is UTF-8');
+    // In the order of their last change: the products renamed above come last.
+    const products = (feed.json as { changes: Array<{ product: { pk: number } }> }).changes.map((change) => change.product).sort((a, b) => a.pk - b.pk);
+    assert.deepEqual(products, expected.json);
   });
 
   it('reads no further than its client takes it, and a detail read is answered while it waits', async (t) => {
