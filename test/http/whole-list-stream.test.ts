@@ -61,6 +61,13 @@ describeEachStore('the whole v1 list, streamed', { env: false, timeout: 600_000 
       assert.equal(after.stepsRead - before.stepsRead, 16, coding);
       assert.equal(after.open, 0);
     }
+    // `If-None-Match: *` matches the list there is, as it does a list kept whole, and reads no further.
+    for (const server of [whole, streamed]) {
+      const unchanged = await send(`${server.url}/api/v1/shop/products`, { headers: { 'If-None-Match': '*' } });
+      assert.equal(unchanged.status, 304);
+      assert.equal(unchanged.bytes.length, 0);
+    }
+    assert.equal((await listFigures(streamed)).open, 0);
     // The change feed, whose pages the database writes as the list's steps, says the same of each product.
     const feed = await send(`${streamed.url}/api/v2/shop/changes?since=0&limit=10000`);
     assert.equal(feed.status, 200);

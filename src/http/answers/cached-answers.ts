@@ -157,8 +157,13 @@ function sendBytes(request: FastifyRequest, reply: FastifyReply, etag: string, p
 
 /** Sends JSON text too large to keep as it is read, compressed on the way when the client accepts it; it has no ETag. */
 function sendStream(request: FastifyRequest, reply: FastifyReply, stream: Readable): FastifyReply {
-  reply.type('application/json; charset=utf-8');
   addVary(reply, 'Accept-Encoding');
+  // `*` matches any current representation (RFC 9110 §13.1.2), one without an ETag too.
+  if (request.headers['if-none-match']?.trim() === '*') {
+    stream.destroy();
+    return reply.code(304).send();
+  }
+  reply.type('application/json; charset=utf-8');
   const coding = chooseCoding(request.headers['accept-encoding']);
   if (coding === undefined) return reply.send(stream);
   reply.header('Content-Encoding', coding);
