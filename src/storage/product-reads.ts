@@ -5,6 +5,7 @@ import { PRODUCT_COLUMNS, toProduct, type ProductRow } from './product-row.js';
 import { MISSING_STATE, type StoreContext } from './store-context.js';
 import { stateOf, STATE_ROW } from './catalogue-state.js';
 import { productJson, wellFormedJson } from './product-json.js';
+import { Turns } from '../turns.js';
 import type { CatalogueState, ProductPage, ProductsJson } from './store.js';
 
 /**
@@ -18,6 +19,11 @@ export class ProductReads {
   readonly #stateQuery: CompiledQuery<StateRow>;
   readonly #pageQuery: CompiledQuery<PageRow>;
   readonly #jsonStepQuery: CompiledQuery<JsonStepRow>;
+  /**
+   * The steps of whole lists, one at a time per store: eight lists at once on PostgreSQL otherwise keep
+   * eight backends writing JSON on a 2-core machine, and a product read waits for a core behind them.
+   */
+  readonly #listSteps = new Turns();
 
   constructor(context: StoreContext) {
     const { db } = context;
@@ -53,7 +59,7 @@ export class ProductReads {
   }
 
   async listProductsJsonAfter(afterPk: number, limit: number): Promise<ProductsJson> {
-    const row = (await this.#execute(withParameters(this.#jsonStepQuery, [afterPk, limit]))).rows[0];
+    const row = (await this.#listSteps.run(() => this.#execute(withParameters(this.#jsonStepQuery, [afterPk, limit])))).rows[0];
     const count = Number(row?.products ?? 0);
     return { json: wellFormedJson(row?.json ?? ''), count, lastPk: count === 0 ? undefined : Number(row?.last) };
   }

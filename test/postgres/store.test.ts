@@ -4,6 +4,7 @@ import { DuplicateBarcodeError } from '../../src/catalogue/errors.js';
 import { migrateStore, openStore } from '../../src/storage/open-store.js';
 import { postgresErrors } from '../../src/storage/postgres/dialect.js';
 import { outsideSql, withClient } from '../helpers/outside-sql.js';
+import { passesWithin } from '../helpers/passes-within.js';
 import { uniqueBarcode } from '../helpers/products.js';
 import { storedCount } from '../helpers/store-contents.js';
 import { postgres } from '../helpers/stores.js';
@@ -137,5 +138,37 @@ describe('PostgreSQL migrations', { skip: postgres.skip }, () => {
     t.after(() => store.close());
     const created = await store.createProduct({ name: 'Yacht', barcode: uniqueBarcode(), priceCents: 999_999_999_999 });
     assert.deepEqual(await store.findProduct(created.pk), { ...created, priceCents: 999_999_999_999 });
+  });
+
+  it('reads the steps of whole lists one at a time: three lists waiting on a lock wait on one statement', async (t) => {
+    const { location, drop } = await postgres.create();
+    t.after(drop);
+    if (location.kind !== 'postgres') throw new Error('expected a PostgreSQL location');
+    // Only this store's backends carry this name.
+    const applicationName = `catalogue_list_turns_${process.pid}_${Date.now().toString(36)}`;
+    const url = new URL(location.url);
+    url.searchParams.set('application_name', applicationName);
+    // Statements wait on the lock for as long as the test holds it, not the service's 3 s.
+    const store = await openStore({ kind: 'postgres', url: url.toString() }, { poolMax: 5, writeWaitMs: 60_000 });
+    t.after(() => store.close());
+    for (let i = 0; i < 3; i++) await store.createProduct({ name: `Step ${i}`, barcode: uniqueBarcode(), priceCents: 100 });
+    // Connections opened beforehand, so that the statements below go out in the order they are made.
+    await Promise.all(Array.from({ length: 5 }, () => store.ping()));
+    const waitingOn = async (pattern: string): Promise<number> =>
+      Number((await outsideSql<{ n: string }>(location, `SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock' AND query ILIKE $2`, [applicationName, pattern]))[0]!.n);
+
+    await withClient(location.url, async (holder) => {
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE product IN ACCESS EXCLUSIVE MODE');
+      const steps = [0, 0, 0].map(() => store.listProductsJsonAfter(0, 10));
+      // A product read made after them waits on the lock too: once it does, any step sent before it would.
+      const found = store.findProduct(1);
+      await passesWithin(60_000, async () => assert.equal(await waitingOn('%from "product" where "pk"%'), 1), 20);
+      assert.equal(await waitingOn('%string_agg%'), 1, 'the steps of other lists wait their turn in the service, not in the database');
+      await holder.query('COMMIT');
+      const read = await Promise.all(steps);
+      assert.deepEqual(read.map((step) => step.count), [3, 3, 3]);
+      assert.equal((await found)?.pk, 1);
+    });
   });
 });
