@@ -133,8 +133,14 @@ export interface DialectMigrations {
  * index it reads (SQLite FTS5, PostgreSQL pg_trgm) and how values are typed.
  */
 export interface DialectSearch {
-  /** A row `(pk, name, folded)` of a VALUES list, typed alike on every row. */
-  foldedRow(pk: number | string, name: string, folded: string): RawBuilder<unknown>;
+  /** A row `(pk, name, folded)` of a VALUES list, typed alike on every row; `name` as `storedName` read it. */
+  foldedRow(pk: number | string, name: string | Uint8Array, folded: string): RawBuilder<unknown>;
+  /**
+   * `product.name` exactly as stored, to fold it and to find it again unchanged: SQLite keeps what plain
+   * SQL gives a text column (bytes that are no UTF-8, a BLOB, a number), which read as text would no
+   * longer equal what is stored.
+   */
+  readonly storedName: RawBuilder<string | Uint8Array>;
   /** A pk as a parameter compared with `product.pk`. */
   pkParameter(pk: number | string): number | string;
   /** What follows `FROM product` in the read of the names without a folded copy. */

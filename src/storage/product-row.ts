@@ -40,7 +40,7 @@ const utf8 = new TextDecoder();
  * A text column's value as text: SQLite keeps what plain SQL stored in it as it was given, a BLOB
  * (read as bytes) or a number included; read as SQLite's own CAST(… AS TEXT) reads it.
  */
-function asText(value: unknown): string {
+export function asText(value: unknown): string {
   if (typeof value === 'string') return value;
   if (value instanceof Uint8Array) return utf8.decode(value);
   return String(value);

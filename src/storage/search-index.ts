@@ -1,6 +1,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { TRIGRAM_LENGTH, foldForSearch, type ProductFilter } from '../catalogue/search.js';
 import type { DialectSearch, FilterSource } from './dialect.js';
+import { asText } from './product-row.js';
 
 /** Names folded per transaction when copies are missing: a short hold of the write lock each. */
 export const FOLD_BATCH = 2_000;
@@ -16,11 +17,12 @@ export async function foldNameBatch(db: Kysely<unknown>, dialect: DialectSearch)
   return db.transaction().execute(async (trx) => {
     const rows = await pendingNames(trx, dialect, FOLD_BATCH);
     if (rows.length === 0) return 0;
-    const values = rows.map((row) => dialect.foldedRow(row.pk, row.name, foldForSearch(row.name)));
+    // Folded as a product read reads the name; found again by the name as stored.
+    const values = rows.map((row) => dialect.foldedRow(row.pk, row.name, foldForSearch(asText(row.name))));
     await sql`
       UPDATE product SET name_folded = f.folded
       FROM (SELECT column1 AS pk, column2 AS name, column3 AS folded FROM (VALUES ${sql.join(values)}) AS v) AS f
-      WHERE product.pk = f.pk AND product.name = f.name AND product.name_folded IS NULL
+      WHERE product.pk = f.pk AND ${dialect.storedName} = f.name AND product.name_folded IS NULL
         AND product.pk IN (${sql.join(rows.map((row) => dialect.pkParameter(row.pk)))})`.execute(trx);
     return rows.length;
   });
@@ -37,9 +39,9 @@ export async function countPendingNames(db: Kysely<unknown>, dialect: DialectSea
  * as it passes, so the next batch skips them), instead of reading the whole index in a bitmap scan
  * each batch, dead entries and all, until a vacuum.
  */
-async function pendingNames(db: Kysely<unknown>, dialect: DialectSearch, limit: number): Promise<Array<{ pk: number | string; name: string }>> {
-  const { rows } = await sql<{ pk: number | string; name: string }>`
-    SELECT pk, name FROM product ${sql.raw(dialect.unfoldedHint)}WHERE name_folded IS NULL ORDER BY pk LIMIT ${sql.lit(limit)}`.execute(db);
+async function pendingNames(db: Kysely<unknown>, dialect: DialectSearch, limit: number): Promise<Array<{ pk: number | string; name: string | Uint8Array }>> {
+  const { rows } = await sql<{ pk: number | string; name: string | Uint8Array }>`
+    SELECT pk, ${dialect.storedName} AS name FROM product ${sql.raw(dialect.unfoldedHint)}WHERE name_folded IS NULL ORDER BY pk LIMIT ${sql.lit(limit)}`.execute(db);
   return rows;
 }
 

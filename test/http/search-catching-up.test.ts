@@ -6,6 +6,7 @@ import { databaseUrl, spawnServer, type ChildServer } from '../helpers/child-ser
 import { describeEachStore } from '../helpers/each-store.js';
 import { send } from '../helpers/http.js';
 import { outsideSql } from '../helpers/outside-sql.js';
+import { passesWithin } from '../helpers/passes-within.js';
 
 /** More names than the service folds on the spot before a search: a bulk load. */
 const LOADED = 12_000;
@@ -74,5 +75,28 @@ describeEachStore('search after names written straight into the database', { env
     // A few names changed by hand are folded on the spot: the very next search finds them.
     await outsideSql(location, "UPDATE product SET name = 'Renamed brûlée' WHERE barcode IN ('0000000000001', '0000000000002')");
     assert.deepEqual(await searchCount(server, 'brulee'), { status: 200, retryAfter: undefined, count: 2 });
+  });
+
+  it('folds what plain SQL left in a name that is no text (SQLite: bad UTF-8, a BLOB, a number) as a product read decodes it', async (t) => {
+    if (ctx.testStore.kind !== 'sqlite') return t.skip('a PostgreSQL text column holds text only');
+    const location = await freshLocation(t);
+    const server = await spawnServer({ DATABASE_URL: databaseUrl(location) });
+    t.after(() => server.stop());
+    await outsideSql(
+      location,
+      "INSERT INTO product (name, barcode, price_cents) VALUES (CAST(X'4d696c6b20ff41c3' AS TEXT), '0000000000017', 100), (X'4d696c6b20626c6f62', '0000000000024', 100), (12345, '0000000000031', 100)",
+    );
+    const found: unknown[] = [];
+    // Folded on the spot or in the background: a 503 while it is, never a 500, and every name found.
+    await passesWithin(60_000, async () => {
+      const milk = await send(`${server.url}/api/v1/shop/products?search=milk`);
+      assert.equal(milk.status, 200, milk.text);
+      const number = await send(`${server.url}/api/v1/shop/products?search=234`);
+      assert.equal(number.status, 200, number.text);
+      found.splice(0, found.length, ...(milk.json as unknown[]), ...(number.json as unknown[]));
+    }, 50);
+    const read = await Promise.all([1, 2, 3].map(async (pk) => (await send(`${server.url}/api/v1/shop/product/${pk}`)).json));
+    assert.deepEqual(found, read);
+    assert.deepEqual(read.map((product) => (product as { name: string }).name), ['Milk \uFFFDA\uFFFD', 'Milk blob', '12345']);
   });
 });

@@ -28,6 +28,8 @@ const containing = (text: string): string => `%${text.replace(/[\\%_]/g, '\\$&')
 /** PostgreSQL's part of the product search: pg_trgm's index over the names' words joined (migration 0013). */
 export const postgresSearch: DialectSearch = {
   foldedRow: (pk, name, folded) => sql`(cast(${String(pk)} as bigint), cast(${name} as text), cast(${folded} as text))`,
+  // A text column holds text only.
+  storedName: sql<string>`product.name`,
   pkParameter: String,
   unfoldedHint: '',
   contains: (text) => sql<boolean>`strpos(product.name_folded, ${text}) > 0`,

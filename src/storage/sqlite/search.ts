@@ -4,6 +4,7 @@ import type { DialectSearch } from '../dialect.js';
 /** SQLite's part of the product search: FTS5's trigram index (migration 0005). */
 export const sqliteSearch: DialectSearch = {
   foldedRow: (pk, name, folded) => sql`(${Number(pk)}, ${name}, ${folded})`,
+  storedName: sql<Uint8Array>`CAST(product.name AS BLOB)`,
   // The list of pks lets SQLite find the rows by key instead of joining the whole table to the values.
   pkParameter: Number,
   // SQLite is told which index: statistics gathered while many names were unfolded would have it
