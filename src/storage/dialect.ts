@@ -120,6 +120,8 @@ export interface DialectMigrations {
   readonly catalogueIdentity: Migration;
   /** Refuses a pk above MAX_PK (PostgreSQL: the identity's MAXVALUE; SQLite: a trigger). */
   readonly pkBound: Migration;
+  /** 0015: refuses a pk outside 1..MAX_PK from any writer, plain SQL's explicit pks and UPDATEs of pk included. */
+  readonly pkRange: Migration;
   /** 0013: the trigram index taking its trigrams across every character that is not a letter or a digit, where 0010's took them across spaces. */
   readonly searchAcrossSeparators: Migration;
   /** 0014: 0004's notice naming the kind of change (`INSERT`, `UPDATE`, ...), where the database needs one. */

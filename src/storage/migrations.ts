@@ -1,6 +1,7 @@
 import { DEFAULT_MIGRATION_TABLE, Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import type { StoreDialect } from './dialect.js';
 import { MAX_PRICE_CENTS } from '../catalogue/price.js';
+import { MAX_PK } from '../catalogue/product.js';
 import { STATE_SLOTS } from './schema.js';
 import { newCatalogueId } from './catalogue-state.js';
 
@@ -213,6 +214,21 @@ function migrationsFor(dialect: StoreDialect): Record<string, Migration> {
       // keeps are kept while products are created: a create changes none of them.
       up: (db) => own.changeNoticeKind.up(db),
       down: async (db) => own.changeNoticeKind.down?.(db),
+    },
+    '0015_pk_range': {
+      // 0012 bound the pks the database draws; plain SQL could still give one (`OVERRIDING SYSTEM VALUE`,
+      // an UPDATE of pk) that no client reads back exactly, or below 1, which the lists, read after pk 0,
+      // never reach. A row already outside stops the migration, named, to be fixed.
+      async up(db: Kysely<unknown>): Promise<void> {
+        // As text: a pk past 2^53 read as a number would be named as another.
+        const { rows } = await sql<{ pk: unknown }>`SELECT CAST(pk AS TEXT) AS pk FROM product WHERE pk < 1 OR pk > ${sql.lit(MAX_PK)} ORDER BY product.pk LIMIT 10`.execute(db);
+        if (rows.length > 0) {
+          const pks = rows.map((row) => String(row.pk)).join(', ');
+          throw new Error(`Products have a pk below 1 or above ${MAX_PK}, which no client reads back exactly (pk ${pks}); give them pks in that range and migrate again.`);
+        }
+        await own.pkRange.up(db);
+      },
+      down: async (db: Kysely<unknown>) => own.pkRange.down?.(db),
     },
   };
 }

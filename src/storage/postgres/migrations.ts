@@ -83,6 +83,11 @@ export const postgresMigrations: DialectMigrations = {
     up: (db) => run(db, [`ALTER TABLE product ALTER COLUMN pk SET MAXVALUE ${MAX_PK}`]),
     down: (db) => run(db, ['ALTER TABLE product ALTER COLUMN pk SET NO MAXVALUE']),
   },
+  // The identity's MAXVALUE binds only the pks it draws; `OVERRIDING SYSTEM VALUE` and an UPDATE go past it.
+  pkRange: {
+    up: (db) => run(db, [`ALTER TABLE product ADD CONSTRAINT product_pk_range CHECK (pk BETWEEN 1 AND ${MAX_PK})`]),
+    down: (db) => run(db, ['ALTER TABLE product DROP CONSTRAINT IF EXISTS product_pk_range']),
+  },
   // Kysely looks for its bookkeeping tables in every schema unless told which one; another schema's
   // tables in the same database would then pass for this one's.
   migrationTableSchema: currentSchema,

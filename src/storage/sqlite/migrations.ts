@@ -6,6 +6,9 @@ import type { DialectMigrations } from '../dialect.js';
 /** What the trigger of migration 0012 says when a pk would pass MAX_PK; the store knows the error by it. */
 export const PK_BOUND_MESSAGE = `pk_bound: no pk is left up to ${MAX_PK}`;
 
+/** What the triggers of migration 0015 say of a pk outside 1..MAX_PK (PostgreSQL names its constraint). */
+const PK_RANGE_MESSAGE = `CHECK constraint failed: product_pk_range: a pk is a whole number from 1 to ${MAX_PK}`;
+
 /** What SQLite's migrations write in its own SQL; the steps are storage/migrations.ts. */
 export const sqliteMigrations: DialectMigrations = {
   pkType: 'integer',
@@ -54,6 +57,18 @@ export const sqliteMigrations: DialectMigrations = {
     up: (db) => run(db, [`CREATE TRIGGER product_pk_bound AFTER INSERT ON product WHEN new.pk > ${MAX_PK}
       BEGIN SELECT RAISE(ABORT, '${PK_BOUND_MESSAGE}'); END`]),
     down: (db) => run(db, ['DROP TRIGGER IF EXISTS product_pk_bound']),
+  },
+  // 0012's trigger binds inserts above MAX_PK; these bind a pk below 1 given to an insert, and any pk an
+  // UPDATE sets. AFTER INSERT, as 0012's: before it, a pk still to draw reads -1.
+  pkRange: {
+    up: (db) =>
+      run(db, [
+        `CREATE TRIGGER product_pk_range_insert AFTER INSERT ON product WHEN new.pk < 1
+          BEGIN SELECT RAISE(ABORT, '${PK_RANGE_MESSAGE}'); END`,
+        `CREATE TRIGGER product_pk_range_update BEFORE UPDATE OF pk ON product WHEN new.pk < 1 OR new.pk > ${MAX_PK}
+          BEGIN SELECT RAISE(ABORT, '${PK_RANGE_MESSAGE}'); END`,
+      ]),
+    down: (db) => run(db, ['DROP TRIGGER IF EXISTS product_pk_range_insert', 'DROP TRIGGER IF EXISTS product_pk_range_update']),
   },
   // One database per file: Kysely's tables are in it.
   migrationTableSchema: async () => undefined,
