@@ -187,7 +187,15 @@ export async function serveScratchCatalogue(
   const work = mkdtempSync(join(tmpdir(), 'catalogue-bench-'));
   const { url, drop } = await seedScratch(dist, database, size, work, names);
   const port = await freePort();
-  const service = await startTarget('service', port, [join(dist, 'server.js')], { LOG_LEVEL: undefined, ...env, DATABASE_URL: url, PORT: String(port) });
+  let service;
+  try {
+    service = await startTarget('service', port, [join(dist, 'server.js')], { LOG_LEVEL: undefined, ...env, DATABASE_URL: url, PORT: String(port) });
+  } catch (error) {
+    // A service that does not start (a stale build, a setting refused) leaves no scratch database behind.
+    await drop();
+    rmSync(work, { recursive: true, force: true });
+    throw error;
+  }
   return {
     work,
     kind: database === undefined ? 'SQLite' : 'PostgreSQL',
