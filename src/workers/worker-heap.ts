@@ -1,7 +1,7 @@
 /**
  * The size in MB of each of the two semi-spaces of a worker's young generation. Node's default lets
  * them grow to 16 MB, which a heavy read (eight clients reading the whole list at a million on
- * PostgreSQL) does, and keeps: 64 MB a worker. At 8 the instance's peak RSS in that read fell by some
+ * PostgreSQL) does, and keeps: 32 MB a worker. At 8 the instance's peak RSS in that read fell by some
  * 40 MB, and cached reads ran at the same rate (docs/PERFORMANCE.md, "The whole list at a million").
  */
 export const WORKER_SEMI_SPACE_MB = 8;
