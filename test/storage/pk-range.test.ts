@@ -26,6 +26,12 @@ describeEachStore('pks written by plain SQL', { env: false }, (ctx) => {
       // PostgreSQL's identity takes no UPDATE of pk at all.
       await assert.rejects(outsideSql(location, `UPDATE product SET pk = ${pk} WHERE pk = $1`, [product.pk]), /product_pk_range|can only be updated to DEFAULT/, pk);
       await assert.rejects(outsideSql(location, insertWithPk(location.kind, pk), [uniqueBarcode()]), /product_pk_range|pk_bound/, pk);
+      // On SQLite pk is the rowid, which an UPDATE may set by its other names.
+      if (location.kind === 'sqlite') {
+        for (const alias of ['rowid', '_rowid_', 'oid']) {
+          await assert.rejects(outsideSql(location, `UPDATE product SET ${alias} = ${pk} WHERE pk = $1`, [product.pk]), /product_pk_range/, `${alias} ${pk}`);
+        }
+      }
     }
     assert.deepEqual(await store.findProduct(product.pk), product);
     // The ends of the range are pks like any other.

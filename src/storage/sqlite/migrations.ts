@@ -59,13 +59,14 @@ export const sqliteMigrations: DialectMigrations = {
     down: (db) => run(db, ['DROP TRIGGER IF EXISTS product_pk_bound']),
   },
   // 0012's trigger binds inserts above MAX_PK; these bind a pk below 1 given to an insert, and any pk an
-  // UPDATE sets. AFTER INSERT, as 0012's: before it, a pk still to draw reads -1.
+  // UPDATE sets. AFTER INSERT, as 0012's: before it, a pk still to draw reads -1. On every UPDATE, not
+  // UPDATE OF pk: pk is the rowid, which `SET rowid = …` (or `_rowid_`, `oid`) changes without naming pk.
   pkRange: {
     up: (db) =>
       run(db, [
         `CREATE TRIGGER product_pk_range_insert AFTER INSERT ON product WHEN new.pk < 1
           BEGIN SELECT RAISE(ABORT, '${PK_RANGE_MESSAGE}'); END`,
-        `CREATE TRIGGER product_pk_range_update BEFORE UPDATE OF pk ON product WHEN new.pk < 1 OR new.pk > ${MAX_PK}
+        `CREATE TRIGGER product_pk_range_update BEFORE UPDATE ON product WHEN new.pk < 1 OR new.pk > ${MAX_PK}
           BEGIN SELECT RAISE(ABORT, '${PK_RANGE_MESSAGE}'); END`,
       ]),
     down: (db) => run(db, ['DROP TRIGGER IF EXISTS product_pk_range_insert', 'DROP TRIGGER IF EXISTS product_pk_range_update']),
