@@ -124,6 +124,11 @@ export interface DialectMigrations {
   readonly pkRange: Migration;
   /** 0013: the trigram index taking its trigrams across every character that is not a letter or a digit, where 0010's took them across spaces. */
   readonly searchAcrossSeparators: Migration;
+  /**
+   * 0016: the name as the trigram index reads it kept in a column of its own, indexed in place of 0013's
+   * expression, so that checking a candidate the index hands over is no longer computing the expression.
+   */
+  readonly searchColumn: Migration;
   /** 0014: 0004's notice naming the kind of change (`INSERT`, `UPDATE`, ...), where the database needs one. */
   readonly changeNoticeKind: Migration;
   /** The schema holding Kysely's bookkeeping tables, or `undefined` where the database has one. */

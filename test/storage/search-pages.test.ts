@@ -71,8 +71,9 @@ describeEachStore('pages of a search', { env: false }, (ctx) => {
     }
   });
 
-  // 0010 took the index's trigrams across spaces, 0013 across every other character that is not a letter or a digit.
-  for (const before of ['0009_search_index_on_change', '0012_pk_bound']) {
+  // 0010 took the index's trigrams across spaces, 0013 across every other character that is not a letter or a digit;
+  // 0016 keeps what the index reads in a column of its own.
+  for (const before of ['0009_search_index_on_change', '0012_pk_bound', '0015_pk_range']) {
     it(`find names across words, hyphens and commas in a catalogue migrated from ${before}`, async (t) => {
       const { location, open } = await ctx.freshDatabase(t);
       const dialect = openDialect(location, { poolMax: 1 }, 'migrate');
@@ -105,7 +106,34 @@ describeEachStore('pages of a search', { env: false }, (ctx) => {
 });
 
 describeEachStore('the migrations to trigrams across words', { env: false, stores: [postgres] }, (ctx) => {
-  for (const before of ['0009_search_index_on_change', '0012_pk_bound']) {
+  it('0016 undone leaves 0013\'s index over the expression, and done again finds the names written meanwhile', async (t) => {
+    const { location, open } = await ctx.freshDatabase(t);
+    if (location.kind !== 'postgres') return;
+    const store = await open();
+    await store.createProduct({ name: 'Earl grey tea', barcode: uniqueBarcode(), priceCents: 100 });
+    await store.close();
+    const indexes = async (): Promise<string[]> =>
+      (await outsideSql<{ name: string }>(location, "SELECT indexname AS name FROM pg_indexes WHERE tablename = 'product' AND indexdef LIKE '% USING gin %' ORDER BY 1")).map((row) => row.name);
+    const joinedColumn = async (): Promise<number> =>
+      (await outsideSql<{ n: number }>(location, "SELECT count(*)::int AS n FROM information_schema.columns WHERE table_name = 'product' AND column_name = 'name_joined'"))[0]!.n;
+    assert.deepEqual(await indexes(), ['product_name_joined_trgm']);
+    const dialect = openDialect(location, { poolMax: 1 }, 'migrate');
+    try {
+      await migrateUpTo(dialect, '0015_pk_range');
+    } finally {
+      await dialect.close();
+    }
+    assert.deepEqual(await indexes(), ['product_name_folded_words_trgm']);
+    assert.equal(await joinedColumn(), 0);
+    // Written by the version before, then read by this one: the column is computed for every row as it is added.
+    await outsideSql(location, 'INSERT INTO product (name, name_folded, barcode, price_cents) VALUES ($1, $2, $3, 100)', ['Grey tea, 0,5 kg', foldForSearch('Grey tea, 0,5 kg'), uniqueBarcode()]);
+    const again = await open();
+    assert.deepEqual(await indexes(), ['product_name_joined_trgm']);
+    assert.deepEqual((await again.readFilteredPage({ search: 'y t' }, 0, 10, EVERY_MATCH)).products.map((p) => p.name), ['Earl grey tea', 'Grey tea, 0,5 kg']);
+    assert.deepEqual((await again.readFilteredPage({ search: 'a, 0,5' }, 0, 10, EVERY_MATCH)).products.map((p) => p.name), ['Grey tea, 0,5 kg']);
+  });
+
+  for (const before of ['0009_search_index_on_change', '0012_pk_bound', '0015_pk_range']) {
     it(`from ${before}, waits for a writer of the version before it instead of ending in a deadlock`, async (t) => {
       const { location, open } = await ctx.freshDatabase(t);
       if (location.kind !== 'postgres') return;

@@ -3,7 +3,7 @@ import { MAX_PRICE_CENTS } from '../../catalogue/price.js';
 import { MAX_PK } from '../../catalogue/product.js';
 import type { DialectMigrations } from '../dialect.js';
 import { STATE_SLOTS } from '../schema.js';
-import { INDEXED_NAME, SPACES_JOINED } from './search.js';
+import { INDEXED_NAME, JOINED_NAME, SPACES_JOINED } from './search.js';
 
 /** What PostgreSQL's migrations write in its own SQL; the steps are storage/migrations.ts. */
 export const postgresMigrations: DialectMigrations = {
@@ -65,6 +65,28 @@ export const postgresMigrations: DialectMigrations = {
   searchAcrossSeparators: {
     up: (db) => replaceTrigramIndex(db, { name: 'product_name_folded_words_trgm', over: INDEXED_NAME }, 'product_name_folded_joined_trgm'),
     down: (db) => replaceTrigramIndex(db, { name: 'product_name_folded_joined_trgm', over: SPACES_JOINED }, 'product_name_folded_words_trgm'),
+  },
+  // A candidate the index hands over is checked against the indexed value itself, which, over 0013's
+  // expression, meant computing it again for each: a regexp_replace per row, ten times a LIKE, most of
+  // the time of a text whose trigrams many names share (`gi-`: 20,312 candidates for 380 matches,
+  // 190 ms). Kept in a column, computed once as a row is written, it is read instead. The column is
+  // generated, so that every writer (plain SQL, COPY, the folding of names written without a folded
+  // copy) keeps it right. Adding it rewrites the table: at a million products, some 50 s with the
+  // table locked (docs/OPERATIONS.md).
+  searchColumn: {
+    async up(db) {
+      const trgm = quoteIdentifier(await trigramSchema(db));
+      await run(db, [
+        `ALTER TABLE product ADD COLUMN ${JOINED_NAME} text GENERATED ALWAYS AS (${INDEXED_NAME}) STORED`,
+        `CREATE INDEX product_name_joined_trgm ON product USING gin (${JOINED_NAME} ${trgm}.gin_trgm_ops)`,
+        'DROP INDEX product_name_folded_words_trgm',
+        'ANALYZE product',
+      ]);
+    },
+    async down(db) {
+      await replaceTrigramIndex(db, { name: 'product_name_folded_words_trgm', over: INDEXED_NAME }, 'product_name_joined_trgm');
+      await run(db, [`ALTER TABLE product DROP COLUMN ${JOINED_NAME}`]);
+    },
   },
   // The notice names its kind (TG_OP: INSERT, UPDATE, DELETE, TRUNCATE; UPDATE for a new identity),
   // so that a listener can tell a change that only added products from one that changed those it keeps.

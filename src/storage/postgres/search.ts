@@ -19,13 +19,16 @@ const NOT_A_WORD_CHARACTER = '[^[:alnum:]]';
 /** The expression migration 0010 indexed: the spaces alone replaced. */
 export const SPACES_JOINED = `replace(name_folded, ' ', '${WORD_JOINER}')`;
 
-/** The expression migration 0013 indexes; the planner uses the index only for this very expression. */
+/** The expression migration 0013 indexed, and migration 0016 keeps in a column (JOINED_NAME). */
 export const INDEXED_NAME = `regexp_replace(name_folded, '${NOT_A_WORD_CHARACTER}', '${WORD_JOINER}', 'g')`;
+
+/** The column holding INDEXED_NAME, which the index has indexed since migration 0016. */
+export const JOINED_NAME = 'name_joined';
 
 /** A LIKE pattern matching any text that contains `text`, in which `%`, `_` and `\` are literal. */
 const containing = (text: string): string => `%${text.replace(/[\\%_]/g, '\\$&')}%`;
 
-/** PostgreSQL's part of the product search: pg_trgm's index over the names' words joined (migration 0013). */
+/** PostgreSQL's part of the product search: pg_trgm's index over the names' words joined (migrations 0013, 0016). */
 export const postgresSearch: DialectSearch = {
   foldedRow: (pk, name, folded) => sql`(cast(${String(pk)} as bigint), cast(${name} as text), cast(${folded} as text))`,
   // A text column holds text only.
@@ -67,7 +70,7 @@ export const postgresSearch: DialectSearch = {
     // The pattern is the text with the same characters replaced, by the same function, so that it agrees
     // with the index whatever the database's locale counts as a letter; no `%`, `_` or `\` is left in it.
     const joined = sql<string>`regexp_replace(cast(${text} as text), ${sql.lit(NOT_A_WORD_CHARACTER)}, ${sql.lit(WORD_JOINER)}, 'g')`;
-    const narrowed = sql<boolean>`${sql.raw(INDEXED_NAME)} LIKE ('%' || ${joined} || '%') AND ${exact}`;
+    const narrowed = sql<boolean>`${sql.ref(`product.${JOINED_NAME}`)} LIKE ('%' || ${joined} || '%') AND ${exact}`;
     return { ...plain(narrowed, false), walk: { where: exact, order: sql<number>`product.pk` } };
   },
 };

@@ -49,6 +49,8 @@ export const sqliteMigrations: DialectMigrations = {
   // FTS5's trigram index has always taken its trigrams across words, and across any other character.
   searchAcrossWords: { up: async () => undefined, down: async () => undefined },
   searchAcrossSeparators: { up: async () => undefined, down: async () => undefined },
+  // FTS5 keeps its trigrams apart from the table: nothing is computed again for a candidate.
+  searchColumn: { up: async () => undefined, down: async () => undefined },
   // Nothing to write: a new identity is a commit, which shows in PRAGMA data_version.
   catalogueIdentity: { up: async () => undefined, down: async () => undefined },
   changeNoticeKind: { up: async () => undefined, down: async () => undefined },
