@@ -71,7 +71,7 @@ export const postgresMigrations: DialectMigrations = {
   // the time of a text whose trigrams many names share (`gi-`: 20,312 candidates for 380 matches,
   // 190 ms). Kept in a column, computed once as a row is written, it is read instead. The column is
   // generated, so that every writer (plain SQL, COPY, the folding of names written without a folded
-  // copy) keeps it right. Adding it rewrites the table: at a million products, some 50 s with the
+  // copy) keeps it right. Adding it rewrites the table: at a million products, 55 s with the
   // table locked (docs/OPERATIONS.md).
   searchColumn: {
     async up(db) {
