@@ -112,10 +112,11 @@ describeEachStore('the migrations to trigrams across words', { env: false, store
     const store = await open();
     await store.createProduct({ name: 'Earl grey tea', barcode: uniqueBarcode(), priceCents: 100 });
     await store.close();
+    // This test's schema only: other tests' catalogues share the database.
     const indexes = async (): Promise<string[]> =>
-      (await outsideSql<{ name: string }>(location, "SELECT indexname AS name FROM pg_indexes WHERE tablename = 'product' AND indexdef LIKE '% USING gin %' ORDER BY 1")).map((row) => row.name);
+      (await outsideSql<{ name: string }>(location, "SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'product' AND indexdef LIKE '% USING gin %' ORDER BY 1")).map((row) => row.name);
     const joinedColumn = async (): Promise<number> =>
-      (await outsideSql<{ n: number }>(location, "SELECT count(*)::int AS n FROM information_schema.columns WHERE table_name = 'product' AND column_name = 'name_joined'"))[0]!.n;
+      (await outsideSql<{ n: number }>(location, "SELECT count(*)::int AS n FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'product' AND column_name = 'name_joined'"))[0]!.n;
     assert.deepEqual(await indexes(), ['product_name_joined_trgm']);
     const dialect = openDialect(location, { poolMax: 1 }, 'migrate');
     try {
