@@ -32,11 +32,11 @@ function walkedPage(source: FilterSource & { walk: NonNullable<FilterSource['wal
 }
 
 /**
- * A page of `source`'s matches with their count up to `countAtMost`, counted from the cheaper `source.count`
- * (an index) and stopped there. Where the matches can be walked and the count reached the bound, they
- * are many, and the page is read by walking the products in pk order, which stops at the page's end;
- * otherwise the page is read through the index and sorted, which reads at most the counted matches.
- * The branch not taken is not run.
+ * A page of `source`'s matches with their count up to `countAtMost`, counted through the index and
+ * stopped there (from the cheaper `source.count` where the matches cannot be walked). Where they can be
+ * walked and the count reached the bound, they are many, and the page is read by walking the products
+ * in pk order, which stops at the page's end; otherwise the page is sorted from the matches counted
+ * (where they cannot be walked, read through the index again and sorted). The branch not taken is not run.
  */
 function countedPage(source: FilterSource, offset: number, limit: number, countAtMost: number): RawBuilder<PageRow> {
   const counted = sql`CROSS JOIN (SELECT count(*) AS match_count FROM (SELECT 1 AS found FROM ${source.count} LIMIT ${countAtMost}) f) c`;
