@@ -257,6 +257,13 @@ export interface DialectFastPaths {
   readonly insertProduct?: (product: NewProduct) => Promise<ProductRow>;
   readonly findProduct?: (pk: number) => ProductRow | undefined;
   readonly readState?: () => StateRow | undefined;
+  /**
+   * The row of a one-row SELECT whose columns are all text, given as SQL with its values written in:
+   * each column's UTF-8 bytes (null for NULL), never decoded into a string; `undefined` for no row.
+   * For large texts read often (a step of the whole list), which as strings fill the heap (PostgreSQL:
+   * read by COPY, src/storage/postgres/copied-row.ts).
+   */
+  readonly readTextRow?: (select: string) => Promise<Array<Uint8Array | null> | undefined>;
 }
 
 /** The row of `catalogue_state`: the count, the revision and the version. */

@@ -1,4 +1,4 @@
-import { sql, type CompiledQuery } from 'kysely';
+import { sql, type CompiledQuery, type RawBuilder } from 'kysely';
 import type { Product } from '../catalogue/product.js';
 import type { DialectFastPaths, StateRow, StoreDialect } from './dialect.js';
 import { PRODUCT_COLUMNS, toProduct, type ProductRow } from './product-row.js';
@@ -59,13 +59,26 @@ export class ProductReads {
   }
 
   async listProductsJsonAfter(afterPk: number, limit: number): Promise<ProductsJson> {
-    const row = (await this.#listSteps.run(() => this.#execute(withParameters(this.#jsonStepQuery, [afterPk, limit])))).rows[0];
+    const row = await this.#listSteps.run(() => this.#readJsonStep(afterPk, limit));
     const count = Number(row?.products ?? 0);
     return { json: wellFormedJson(row?.json ?? ''), count, lastPk: count === 0 ? undefined : Number(row?.last) };
   }
 
   async ping(): Promise<void> {
     await this.#context.run(() => this.#context.db.selectFrom('product').select('pk').limit(1).execute());
+  }
+
+  async #readJsonStep(afterPk: number, limit: number): Promise<JsonStepRow | undefined> {
+    const readText = this.#fast.readTextRow;
+    if (readText === undefined) return (await this.#execute(withParameters(this.#jsonStepQuery, [afterPk, limit]))).rows[0];
+    // Its values written into the SQL, whole numbers both: a text row is read without parameters.
+    const step = jsonStepQuery(this.#context.dialect, sql.lit(Math.trunc(afterPk)), sql.lit(Math.trunc(limit)));
+    const select = sql`SELECT step.json, CAST(step.products AS TEXT), CAST(step.last AS TEXT) FROM (${step}) AS step`.compile(this.#context.db).sql;
+    const row = await this.#context.run(() => readText(select));
+    if (row === undefined) return undefined;
+    const [json, products, last] = row;
+    const number = (text: Uint8Array | null | undefined) => (text ? Buffer.from(text.buffer, text.byteOffset, text.byteLength).toString('latin1') : null);
+    return { json: json ?? new Uint8Array(), products: number(products) ?? 0, last: number(last) };
   }
 
   #execute<R>(query: CompiledQuery<R>) {
@@ -123,9 +136,9 @@ interface JsonStepRow {
 
 /**
  * Up to `limit` products after `afterPk` in pk order as one text of their JSON joined by commas, with
- * how many and the last pk. Parameters, in order: afterPk, limit.
+ * how many and the last pk. Parameters, in order: afterPk, limit (or both written into the SQL).
  */
-function jsonStepQuery(dialect: StoreDialect, afterPk: number, limit: number) {
+function jsonStepQuery(dialect: StoreDialect, afterPk: number | RawBuilder<number>, limit: number | RawBuilder<number>) {
   return sql<JsonStepRow>`
     SELECT ${dialect.textAsBytes(sql`coalesce(${dialect.joinInOrder(sql`step.json`, sql`step.pk`)}, '')`)} AS json,
       count(*) AS products, max(step.pk) AS last

@@ -12,6 +12,7 @@ import { errorCode } from '../../error-details.js';
 import type { DialectErrors, StoreDialect } from '../dialect.js';
 import type { Database } from '../schema.js';
 import { PostgresChangeListener } from './change-listener.js';
+import { copiedRow } from './copied-row.js';
 import { PostgresGroupInsert } from './group-insert.js';
 import { CurrentSchemaPostgresDialect } from './introspector.js';
 import { postgresMigrations } from './migrations.js';
@@ -104,7 +105,10 @@ export function openPostgres(url: string, { poolMax, purpose, writeWaitMs = DEFA
   const listener = new PostgresChangeListener(url);
   return {
     ...common,
-    fastPaths: { insertProduct: (product) => groups.insert(product) },
+    fastPaths: {
+      insertProduct: (product) => groups.insert(product),
+      readTextRow: (select) => copiedRow(pool, select, isConnectionFailure),
+    },
     changes: listener,
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     close: async () => {
