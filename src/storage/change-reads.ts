@@ -3,7 +3,9 @@ import { CATALOGUE_ID } from './catalogue-state.js';
 import { productJson, wellFormedJson } from './product-json.js';
 import { toProduct, type ProductRow } from './product-row.js';
 import { MISSING_STATE, type StoreContext } from './store-context.js';
+import type { StoreDialect } from './dialect.js';
 import type { Change, ChangePage, ChangePageJson } from './store.js';
+import { readsTextRows, readTextRow, textOf } from './text-row.js';
 
 /** The change feed's reads: the products changed after a version, in version order. */
 export class ChangeReads {
@@ -53,41 +55,52 @@ export class ChangeReads {
     return { catalogue: String(row.catalogue), version: Number(row.head), changes: [], more: false };
   }
 
-  /**
-   * The page `readChanges` reads, with each change written as JSON by the database and joined in
-   * version order, so that no row object is made per change: for a page of 10,000 (a till's whole
-   * copy) those objects and their collection cost more than the list pays per product. One statement,
-   * one snapshot: the catalogue's version, the changes and whether more follow agree, even on an
-   * empty page.
-   */
+  /** The page `readChanges` reads, as JSON the database wrote (`jsonPageQuery`). */
   async readChangesJson(since: number, limit: number): Promise<ChangePageJson> {
-    const wholeCopy = since === 0;
-    const { dialect } = this.#context;
-    const { rows } = await this.#context.run(() =>
-      sql<JsonPageRow>`
-        SELECT (SELECT version FROM catalogue_state WHERE id = 0) AS head, ${sql.raw(CATALOGUE_ID)} AS catalogue, page.changes, page.last,
-          EXISTS (SELECT 1 FROM ${changesAfter(wholeCopy, sql`page.last`)}) AS more
-        FROM (
-          SELECT ${dialect.textAsBytes(sql`'[' || coalesce(${dialect.joinInOrder(sql`changed.json`, sql`changed.version`)}, '') || ']'`)} AS changes,
-            max(changed.version) AS last
-          FROM (
-            SELECT catalogue_change.version, ${changeJson(dialect.jsonString)} AS json
-            FROM ${changesAfter(wholeCopy, since)}
-            ORDER BY catalogue_change.version
-            LIMIT ${limit}
-          ) AS changed
-        ) AS page`.execute(this.#context.db),
-    );
-    const row = rows[0];
+    const row = readsTextRows(this.#context) ? await this.#readJsonPageAsText(since, limit) : await this.#readJsonPage(since, limit);
     if (row === undefined || row.head === null) throw new Error(MISSING_STATE);
     return {
       catalogue: String(row.catalogue),
       version: Number(row.head),
       changesJson: wellFormedJson(row.changes),
       lastVersion: row.last === null ? undefined : Number(row.last),
-      more: Boolean(row.more),
+      more: Number(row.more) === 1,
     };
   }
+
+  async #readJsonPage(since: number, limit: number): Promise<JsonPageRow | undefined> {
+    const { rows } = await this.#context.run(() => jsonPageQuery(this.#context.dialect, since === 0, since, limit).execute(this.#context.db));
+    return rows[0];
+  }
+
+  /** The same row read as text (PostgreSQL: by COPY), the changes' JSON as bytes that never were a string. */
+  async #readJsonPageAsText(since: number, limit: number): Promise<JsonPageRow | undefined> {
+    const statement = jsonPageQuery(this.#context.dialect, since === 0, sql.lit(Math.trunc(since)), sql.lit(Math.trunc(limit)));
+    const row = await readTextRow(this.#context, statement, ['head', 'catalogue', 'changes', 'last', 'more']);
+    return row && { head: textOf(row.head), catalogue: textOf(row.catalogue), changes: row.changes ?? new Uint8Array(), last: textOf(row.last), more: Number(textOf(row.more)) };
+  }
+}
+
+/**
+ * The page `readChanges` reads, with each change written as JSON by the database and joined in version
+ * order, so that no row object is made per change: for a page of 10,000 (a till's whole copy) those
+ * objects and their collection cost more than the list pays per product. One statement, one snapshot:
+ * the catalogue's version, the changes and whether more follow (1 or 0) agree, even on an empty page.
+ */
+function jsonPageQuery(dialect: StoreDialect, wholeCopy: boolean, since: number | RawBuilder<number>, limit: number | RawBuilder<number>): RawBuilder<JsonPageRow> {
+  return sql<JsonPageRow>`
+    SELECT (SELECT version FROM catalogue_state WHERE id = 0) AS head, ${sql.raw(CATALOGUE_ID)} AS catalogue, page.changes, page.last,
+      CASE WHEN EXISTS (SELECT 1 FROM ${changesAfter(wholeCopy, sql`page.last`)}) THEN 1 ELSE 0 END AS more
+    FROM (
+      SELECT ${dialect.textAsBytes(sql`'[' || coalesce(${dialect.joinInOrder(sql`changed.json`, sql`changed.version`)}, '') || ']'`)} AS changes,
+        max(changed.version) AS last
+      FROM (
+        SELECT catalogue_change.version, ${changeJson(dialect.jsonString)} AS json
+        FROM ${changesAfter(wholeCopy, since)}
+        ORDER BY catalogue_change.version
+        LIMIT ${limit}
+      ) AS changed
+    ) AS page`;
 }
 
 /**
@@ -113,7 +126,8 @@ interface JsonPageRow {
   /** The changes as a JSON array. */
   changes: string | Uint8Array;
   last: number | string | bigint | null;
-  more: number | boolean;
+  /** 1 when more changes follow the page, else 0. */
+  more: number | string;
 }
 
 interface ChangeRow {

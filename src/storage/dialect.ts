@@ -260,8 +260,9 @@ export interface DialectFastPaths {
   /**
    * The row of a one-row SELECT whose columns are all text, given as SQL with its values written in:
    * each column's UTF-8 bytes (null for NULL), never decoded into a string; `undefined` for no row.
-   * For large texts read often (a step of the whole list), which as strings fill the heap (PostgreSQL:
-   * read by COPY, src/storage/postgres/copied-row.ts).
+   * For large texts read often (a step of the whole list, a page of the change feed), which as strings
+   * fill the heap (PostgreSQL: read by COPY, src/storage/postgres/copied-row.ts); used through
+   * src/storage/text-row.ts.
    */
   readonly readTextRow?: (select: string) => Promise<Array<Uint8Array | null> | undefined>;
 }

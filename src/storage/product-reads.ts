@@ -6,6 +6,7 @@ import { MISSING_STATE, type StoreContext } from './store-context.js';
 import { stateOf, STATE_ROW } from './catalogue-state.js';
 import { productJson, wellFormedJson } from './product-json.js';
 import { Turns } from '../turns.js';
+import { readsTextRows, readTextRow, textOf } from './text-row.js';
 import type { CatalogueState, ProductPage, ProductsJson } from './store.js';
 
 /**
@@ -69,16 +70,10 @@ export class ProductReads {
   }
 
   async #readJsonStep(afterPk: number, limit: number): Promise<JsonStepRow | undefined> {
-    const readText = this.#fast.readTextRow;
-    if (readText === undefined) return (await this.#execute(withParameters(this.#jsonStepQuery, [afterPk, limit]))).rows[0];
-    // Its values written into the SQL, whole numbers both: a text row is read without parameters.
+    if (!readsTextRows(this.#context)) return (await this.#execute(withParameters(this.#jsonStepQuery, [afterPk, limit]))).rows[0];
     const step = jsonStepQuery(this.#context.dialect, sql.lit(Math.trunc(afterPk)), sql.lit(Math.trunc(limit)));
-    const select = sql`SELECT step.json, CAST(step.products AS TEXT), CAST(step.last AS TEXT) FROM (${step}) AS step`.compile(this.#context.db).sql;
-    const row = await this.#context.run(() => readText(select));
-    if (row === undefined) return undefined;
-    const [json, products, last] = row;
-    const number = (text: Uint8Array | null | undefined) => (text ? Buffer.from(text.buffer, text.byteOffset, text.byteLength).toString('latin1') : null);
-    return { json: json ?? new Uint8Array(), products: number(products) ?? 0, last: number(last) };
+    const row = await readTextRow(this.#context, step, ['json', 'products', 'last']);
+    return row && { json: row.json ?? new Uint8Array(), products: textOf(row.products) ?? 0, last: textOf(row.last) };
   }
 
   #execute<R>(query: CompiledQuery<R>) {
