@@ -75,10 +75,17 @@ export function compressStream(source: Readable, coding: ContentCoding): Readabl
   // given out (a stream's 16 KB on either side), so that lists compressed at once queue at most one task
   // each. Brotli's window is 256 KB rather than its default 4 MB: a list's JSON repeats within a few products,
   // and each encoder holds its window and the tables over it for as long as its answer lasts.
+  // Each chunk is flushed out as it is compressed, a step of the list at a time: a client that has left
+  // is found out at the next write, as with a plain list, instead of after the 700 KB of input brotli
+  // otherwise takes before its first byte (a thousand clients that asked and left at once held a thousand
+  // encoders for 17 s, 2 GB). It costs 0.1 % of brotli's list at a million; gzip's was no larger.
   const encoder =
     coding === 'br'
-      ? createBrotliCompress({ params: { [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [constants.BROTLI_PARAM_LGWIN]: STREAM_BROTLI_WINDOW_BITS } })
-      : createGzip({ level: GZIP_LEVEL });
+      ? createBrotliCompress({
+          flush: constants.BROTLI_OPERATION_FLUSH,
+          params: { [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [constants.BROTLI_PARAM_LGWIN]: STREAM_BROTLI_WINDOW_BITS },
+        })
+      : createGzip({ level: GZIP_LEVEL, flush: constants.Z_SYNC_FLUSH });
   // The error reaches whoever reads the encoder; nothing more to do here.
   pipeline(source, encoder, () => undefined);
   return encoder;
