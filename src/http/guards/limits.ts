@@ -16,7 +16,11 @@ export const TIMEOUTS = Object.freeze({
   headersMs: 15_000,
   /** The whole request, body included, must arrive within this time. */
   requestMs: 30_000,
-  /** A socket with no traffic either way is closed after this time. */
+  /**
+   * A socket with no traffic either way is closed after this time. One whose client stops taking an
+   * answer midway is closed between one and two times this after the last bytes it took: Node's socket
+   * timer, finding a write still pending that it has not seen before, waits once more.
+   */
   idleSocketMs: 60_000,
   /**
    * An idle keep-alive connection is kept this long. Longer than the 60 s idle timeout of common
