@@ -55,6 +55,11 @@ export interface StoreDialect {
   textAsBytes(text: RawBuilder<unknown>): RawBuilder<string | Uint8Array>;
   /** Statements run outside Kysely where they beat it; without them the shared queries run. */
   readonly fastPaths?: DialectFastPaths;
+  /**
+   * How long the driver waits for the answer to a query before it gives up, where a query can hang
+   * (a database across a network that stopped answering); none where it cannot (SQLite, in the process).
+   */
+  readonly queryTimeLimitMs?: number;
   /** Tells of changes other connections commit; without it every `cacheGeneration()` reads the revision. */
   readonly changes?: ChangeSignal;
   /** The connection pool's state, where there is a pool. */

@@ -2,7 +2,7 @@ import { sql, type CompiledQuery, type RawBuilder } from 'kysely';
 import type { Product } from '../catalogue/product.js';
 import type { DialectFastPaths, StateRow, StoreDialect } from './dialect.js';
 import { PRODUCT_COLUMNS, toProduct, type ProductRow } from './product-row.js';
-import { MISSING_STATE, type StoreContext } from './store-context.js';
+import { giveUpWaiting, MISSING_STATE, type StoreContext } from './store-context.js';
 import { stateOf, STATE_ROW } from './catalogue-state.js';
 import { productJson, wellFormedJson } from './product-json.js';
 import { Turns } from '../turns.js';
@@ -23,13 +23,16 @@ export class ProductReads {
   /**
    * The steps of whole lists, one at a time per store: eight lists at once on PostgreSQL otherwise keep
    * eight backends writing JSON on a 2-core machine, and a product read waits for a core behind them.
+   * While the database does not answer, every list waiting is cut after the query time limit, not the
+   * tenth after ten of them.
    */
-  readonly #listSteps = new Turns();
+  readonly #listSteps: Turns;
 
   constructor(context: StoreContext) {
     const { db } = context;
     this.#context = context;
     this.#fast = context.dialect.fastPaths ?? {};
+    this.#listSteps = new Turns(giveUpWaiting(context.dialect, 'a step of the list'));
     this.#findQuery = db.selectFrom('product').select(PRODUCT_COLUMNS).where('pk', '=', 0).compile();
     this.#stateQuery = sql<StateRow>`${sql.raw(STATE_ROW)}`.compile(db);
     this.#pageQuery = pageQuery(0, 0).compile(db);

@@ -8,7 +8,7 @@ import { pageOf, type PageRow } from './product-reads.js';
 import { NameSample } from './name-sample.js';
 import { PRODUCT_SELECT, toProduct, type ProductRow } from './product-row.js';
 import { countPendingNames, filterSource, FOLD_BATCH, foldNameBatch } from './search-index.js';
-import type { StoreContext } from './store-context.js';
+import { giveUpWaiting, type StoreContext } from './store-context.js';
 import type { ProductPage } from './store.js';
 import { nextTurn, Turns } from '../turns.js';
 
@@ -76,8 +76,8 @@ const PIECED_ATTEMPTS = 3;
 export class SearchReads {
   readonly #context: StoreContext;
   readonly #revision: () => Promise<number>;
-  /** The searches that read every folded name, one at a time. */
-  readonly #fullReads = new Turns();
+  /** The searches that read every folded name, one at a time (given up while the database does not answer: see `Turns`). */
+  readonly #fullReads: Turns;
   /** Where the dialect tells dense texts from sparse ones by a sample of the names: the sample. */
   readonly #sample: NameSample | undefined;
   /** The background folding of names written without their folded copy, while it runs. */
@@ -88,6 +88,7 @@ export class SearchReads {
   constructor(context: StoreContext, revision: () => Promise<number>) {
     this.#context = context;
     this.#revision = revision;
+    this.#fullReads = new Turns(giveUpWaiting(context.dialect, 'a search'));
     const dense = context.dialect.search.denseTexts;
     this.#sample = dense === undefined ? undefined : new NameSample(context, dense);
   }

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { PksExhaustedError, StoreBusyError, StoreTimeoutError, StoreUnavailableError } from '../catalogue/errors.js';
+import type { GiveUp } from '../turns.js';
 import type { StoreDialect } from './dialect.js';
 import type { Database } from './schema.js';
 
@@ -58,3 +59,13 @@ export class StoreContext {
 
 /** The catalogue_state rows are missing: the schema was not migrated. */
 export const MISSING_STATE = 'The catalogue_state rows are missing; run the migrations.';
+
+/**
+ * When reads that take turns (`Turns`) give up waiting: once none has ended well for the dialect's
+ * query time limit, with the StoreTimeoutError a read of `what` that ran into the limit would give.
+ * Never where a query cannot hang.
+ */
+export function giveUpWaiting(dialect: StoreDialect, what: string): GiveUp | undefined {
+  const afterMs = dialect.queryTimeLimitMs;
+  return afterMs === undefined ? undefined : { afterMs, error: () => new StoreTimeoutError(what, undefined) };
+}

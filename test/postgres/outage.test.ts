@@ -1,13 +1,15 @@
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { databaseUrl, requestArrived, spawnServer } from '../helpers/child-server.js';
 import { postJson, send, type RawResponse } from '../helpers/http.js';
 import { passesWithin } from '../helpers/passes-within.js';
 import { createProduct, uniqueBarcode } from '../helpers/products.js';
-import { startServer, type RunningServer } from '../helpers/server.js';
+import { startServer, type RunningServer, type ServerOptions } from '../helpers/server.js';
 import { withClient } from '../helpers/outside-sql.js';
 import { postgres } from '../helpers/stores.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
+import { insertLongNamedProducts } from '../helpers/many-products.js';
 
 const UNAVAILABLE = {
   type: 'about:blank',
@@ -24,7 +26,7 @@ async function timed(request: () => Promise<RawResponse>): Promise<RawResponse &
 }
 
 /** A fresh PostgreSQL database, a proxy in front of it, and the service connected through the proxy. */
-async function startBehindProxy(env: Record<string, string> = {}): Promise<{ proxy: TcpProxy; server: RunningServer; direct: string; drop: () => Promise<void> }> {
+async function startBehindProxy(env: Record<string, string> = {}, options: ServerOptions = {}): Promise<{ proxy: TcpProxy; server: RunningServer; direct: string; drop: () => Promise<void> }> {
   const { location, drop } = await postgres.create();
   if (location.kind !== 'postgres') throw new Error('expected a PostgreSQL location');
   const direct = new URL(location.url);
@@ -33,7 +35,7 @@ async function startBehindProxy(env: Record<string, string> = {}): Promise<{ pro
   const proxied = new URL(location.url);
   proxied.hostname = '127.0.0.1';
   proxied.port = String(proxy.port);
-  const server = await startServer({ kind: 'postgres', url: proxied.toString() }, env);
+  const server = await startServer({ kind: 'postgres', url: proxied.toString() }, env, options);
   return { proxy, server, direct: location.url, drop };
 }
 
@@ -156,6 +158,44 @@ describe('PostgreSQL silent while the service runs', { skip: postgres.skip }, ()
   });
 });
 
+describe('PostgreSQL silent while whole lists stream', { skip: postgres.skip }, () => {
+  it('cuts every list waiting for its next step after the query time limit, not each after the ones before it, and streams again once packets flow', { timeout: 300_000 }, async (t) => {
+    // Streamed from a hundred products on, in steps of 200 rows, as whole-list-stream.test.ts does.
+    const { proxy, server, direct, drop } = await startBehindProxy({}, { wholeList: { keptMaxProducts: 100, stepRows: 200 } });
+    t.after(async () => {
+      proxy.thaw();
+      await server.stop();
+      await proxy.cut();
+      await drop();
+    });
+    // 20,000 products of some 330 bytes: a streamed list of 100 steps, read by twenty clients at once.
+    await insertLongNamedProducts({ kind: 'postgres', url: direct }, 20_000);
+    const LISTS = 20;
+    const lists = Array.from({ length: LISTS }, () => readToEnd(server.url, '/api/v1/shop/products'));
+    await passesWithin(60_000, async () => assert.equal(await openLists(server.url), LISTS), 5);
+
+    proxy.freeze();
+    const frozenAt = performance.now();
+    const ends = await Promise.all(lists.map(async (list) => ({ ...(await list), afterMs: performance.now() - frozenAt })));
+    for (const end of ends) {
+      assert.match(end.head, /^HTTP\/1\.1 200 /);
+      assert.equal(end.complete, false, 'a list cut short never ends as if complete');
+    }
+    // One step hangs until pg gives up on it (6 s); the steps waiting behind it give up on their own
+    // deadline, on timers, not CPU: all twenty lists were cut 6.06 s after the freeze. Taken one after
+    // another, each once the one before had waited for a connection (2 s), the twelfth list was cut
+    // after 49 s, and the last ones by the socket's idle limit at 60 s. The bound is the limit and four
+    // times as much again.
+    const last = Math.max(...ends.map((end) => end.afterMs));
+    assert.ok(last < 30_000, `the last list was cut ${Math.round(last)} ms after the database fell silent`);
+    assert.equal(await openLists(server.url), 0);
+
+    proxy.thaw();
+    const again = await readToEnd(server.url, '/api/v1/shop/products');
+    assert.equal(again.complete, true);
+  });
+});
+
 describe('PostgreSQL reached by a new path after the old one went silent', { skip: postgres.skip }, () => {
   // One connection, so that the request after the outage can only be served by replacing it.
   const service = serviceBehindProxy({ DB_POOL_MAX: '1' });
@@ -255,3 +295,29 @@ describe('PostgreSQL silent when the service is stopped', { skip: postgres.skip 
     assert.deepEqual(await server.exited, { code: 0, signal: null }, server.stderr());
   });
 });
+
+
+/** How many streamed v1 lists the service has open, as /metrics says. */
+async function openLists(url: string): Promise<number> {
+  const { text } = await send(`${url}/metrics`);
+  return Number(/^catalogue_list_streams\{state="open"\} (\d+)$/m.exec(text)?.[1]);
+}
+
+/**
+ * Asks for `path` on a connection of its own and reads until the service closes it: the answer's head,
+ * and whether a chunked body ended with its last chunk (complete) or was cut.
+ */
+function readToEnd(url: string, path: string): Promise<{ head: string; complete: boolean }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(`GET ${path} HTTP/1.1\r\nHost: ${hostname}\r\nConnection: close\r\n\r\n`));
+    let head = '';
+    let tail = Buffer.alloc(0);
+    socket.on('data', (chunk: Buffer) => {
+      if (head === '') head = chunk.subarray(0, 64).toString('latin1');
+      tail = Buffer.concat([tail, chunk]).subarray(-7);
+    });
+    socket.on('error', () => undefined);
+    socket.on('close', () => (head === '' ? reject(new Error('closed before any answer')) : resolve({ head, complete: tail.toString('latin1').endsWith('\r\n0\r\n\r\n') })));
+  });
+}

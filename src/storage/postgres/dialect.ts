@@ -110,6 +110,7 @@ export function openPostgres(url: string, { poolMax, purpose, writeWaitMs = DEFA
       readTextRow: (select) => copiedRow(pool, select, isConnectionFailure),
     },
     changes: listener,
+    queryTimeLimitMs: QUERY_TIME_LIMITS.query_timeout,
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     close: async () => {
       await listener.close();

@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Turns } from '../src/turns.js';
+
+class Stalled extends Error {}
+
+/** A task that settles when the test says. */
+function heldTask(): { task: () => Promise<string>; end: (value: string) => void; started: Promise<void> } {
+  let end: (value: string) => void = () => undefined;
+  let start: () => void = () => undefined;
+  const started = new Promise<void>((resolve) => (start = resolve));
+  const ended = new Promise<string>((resolve) => (end = resolve));
+  return { task: () => (start(), ended), end, started };
+}
+
+/** Keeps the one thread for `ms`: time passes, and no timer can run meanwhile. */
+function busyFor(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+}
+
+describe('turns', () => {
+  it('run their tasks one at a time, in the order given', async () => {
+    const turns = new Turns();
+    const first = heldTask();
+    const order: string[] = [];
+    const runs = [turns.run(first.task), turns.run(async () => (order.push('second'), 'second'))];
+    await first.started;
+    order.push('first');
+    first.end('first');
+    assert.deepEqual(await Promise.all(runs), ['first', 'second']);
+    assert.deepEqual(order, ['first', 'second']);
+  });
+
+  it('give up on every task waiting behind one that hangs, after the limit, and run the next one given', async () => {
+    const turns = new Turns({ afterMs: 50, error: () => new Stalled('waited') });
+    const hanging = heldTask();
+    const running = turns.run(hanging.task);
+    await hanging.started;
+    let ran = 0;
+    const waiting = Array.from({ length: 10 }, () => turns.run(async () => (ran += 1)));
+    // Each gives up on its own deadline, not on the one before it: all ten, none run.
+    for (const wait of waiting) await assert.rejects(wait, Stalled);
+    assert.equal(ran, 0);
+    hanging.end('late');
+    assert.equal(await running, 'late');
+    assert.equal(await turns.run(async () => 'next'), 'next');
+  });
+
+  it('keep a task waiting past the limit while the tasks before it end well, each within it', async () => {
+    const turns = new Turns({ afterMs: 1_000, error: () => new Stalled('waited') });
+    // Three tasks of 400 ms each: the last one given waits 1.2 s, and a task ends well every 0.4 s.
+    const before = Array.from({ length: 3 }, () => turns.run(async () => busyFor(400)));
+    const last = turns.run(async () => 'ran');
+    await Promise.all(before);
+    assert.equal(await last, 'ran');
+  });
+
+  it('keep waiting without a limit, however long the task before takes', async () => {
+    const turns = new Turns();
+    const hanging = heldTask();
+    void turns.run(hanging.task);
+    let settled = false;
+    const waiting = turns.run(async () => 'ran').finally(() => (settled = true));
+    busyFor(100);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(settled, false);
+    hanging.end('done');
+    assert.equal(await waiting, 'ran');
+  });
+});
