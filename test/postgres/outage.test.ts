@@ -261,6 +261,34 @@ describe('PostgreSQL refusing new connections while the service runs', { skip: p
   });
 });
 
+describe('PostgreSQL table locked by another connection while the service runs', { skip: postgres.skip }, () => {
+  it('answers a read that waited past WRITE_WAIT_MS with a 503 that speaks of the lock, and a write with one that says nothing changed', async (t) => {
+    const { location, drop } = await postgres.create();
+    t.after(drop);
+    if (location.kind !== 'postgres') throw new Error('expected a PostgreSQL location');
+    const server = await startServer(location, { WRITE_WAIT_MS: '200' });
+    t.after(() => server.stop());
+    const espresso = await createProduct(server.url, { name: 'Espresso 1 kg' });
+    const tea = { name: 'Tea 100 g', barcode: uniqueBarcode(), price: '3.10' };
+    await withClient(location.url, async (holder) => {
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE product IN ACCESS EXCLUSIVE MODE');
+      // Not read before: no answer kept in memory stands in for the database's.
+      const read = await send(`${server.url}/api/v1/shop/product/${espresso.pk}`);
+      assert.equal(read.status, 503, read.text);
+      assert.equal(read.headers['retry-after'], '1');
+      assert.equal((read.json as { detail: string }).detail, 'The catalogue is locked by another connection for longer than the service waits. Try again in a moment.');
+      const write = await postJson(`${server.url}/api/v1/shop/product/`, JSON.stringify(tea));
+      assert.equal(write.status, 503, write.text);
+      assert.equal((write.json as { detail: string }).detail, 'The catalogue is busy with another write; nothing was changed. Try again in a moment.');
+      await holder.query('COMMIT');
+    });
+    assert.deepEqual((await send(`${server.url}/api/v1/shop/product/${espresso.pk}`)).json, espresso);
+    const list = await send(`${server.url}/api/v1/shop/products`);
+    assert.deepEqual(list.json, [espresso], 'the refused create stored nothing');
+  });
+});
+
 describe('PostgreSQL silent when the service is stopped', { skip: postgres.skip }, () => {
   it('exits 0 once every request is answered, without waiting for the silent database to let go of its connections', async (t) => {
     const { location, drop } = await postgres.create();

@@ -28,7 +28,13 @@ export function useProblemErrors(app: FastifyInstance): void {
     if (error instanceof StoreBusyError) {
       request.log.warn({ err: error }, 'gave up waiting for the catalogue\'s write lock');
       reply.header('Retry-After', String(BUSY_RETRY_AFTER_SECONDS));
-      return sendProblem(reply, 503, 'The catalogue is busy with another write; nothing was changed. Try again in a moment.');
+      // A read meets it only behind a lock taken outside the service (LOCK TABLE, a migration by hand).
+      const reading = request.method === 'GET' || request.method === 'HEAD';
+      return sendProblem(
+        reply,
+        503,
+        reading ? 'The catalogue is locked by another connection for longer than the service waits. Try again in a moment.' : 'The catalogue is busy with another write; nothing was changed. Try again in a moment.',
+      );
     }
     if (error instanceof PksExhaustedError) {
       request.log.error({ err: error.cause }, error.message);
