@@ -144,9 +144,9 @@ describeEachStore('the whole v1 list, streamed', { env: false, timeout: 600_000 
     for (const coding of [undefined, 'gzip', 'br'] as const) {
       const before = await listFigures(server);
       // Asks and closes its socket: its system answers the list's first bytes with a reset, and the list
-      // finds out at its next write. A compressed list writes each step as it is read, as a plain one
-      // does: held in the encoder, 700 KB were read for nobody, and a thousand such clients at once
-      // held a thousand encoders for as long (2 GB).
+      // finds out at its next write. To a client that ended its side, a compressed list writes each step
+      // as it is read, as a plain one does: held in the encoder, 700 KB were read for nobody, and a
+      // thousand such clients at once held a thousand encoders for as long (2 GB).
       const socket = connect(Number(port), hostname, () => socket.end(request(coding), () => socket.destroy()));
       socket.on('error', () => undefined);
       let read = 0;

@@ -167,7 +167,7 @@ function sendStream(request: FastifyRequest, reply: FastifyReply, stream: Readab
   const coding = chooseCoding(request.headers['accept-encoding']);
   if (coding === undefined) return reply.send(stream);
   reply.header('Content-Encoding', coding);
-  return reply.send(compressStream(stream, coding));
+  return reply.send(compressStream(stream, coding, () => request.raw.socket?.readableEnded === true));
 }
 
 async function encode(tagged: TaggedBody, coding: ContentCoding): Promise<KeptForm> {
