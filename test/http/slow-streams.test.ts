@@ -160,6 +160,26 @@ describeEachStore('change streams whose clients read nothing', { env: false, tim
     for (const { versions } of read) assert.deepEqual(versions, expected);
   });
 
+  it('give back their places when their connection goes, also streams asked for behind another on it', async (t) => {
+    const { location } = await catalogueOfLongNames(t);
+    const server = await startServer(location, {}, { storeOptions: ctx.testStore.storeOptions });
+    t.after(() => server.stop());
+    const { hostname, port } = new URL(server.url);
+    const request = `GET /api/v2/shop/changes HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAccept: text/event-stream\r\n\r\n`;
+    // Three streams asked for at once on one connection: the second and third are queued behind the first.
+    const socket = connect(Number(port), hostname, () => socket.write(request.repeat(3)));
+    socket.on('error', () => undefined);
+    await passesWithin(60_000, async () => assert.equal(await metric(server.url, 'catalogue_change_streams'), 3), 20);
+    // Gone at once. Node tells the answers still queued nothing: they held their places among
+    // CHANGE_STREAMS_MAX, and what they had read, until they were dropped as stalled 30 s later.
+    socket.resetAndDestroy();
+    await passesWithin(60_000, async () => {
+      assert.equal(await metric(server.url, 'catalogue_change_streams'), 0);
+      assert.equal(await metric(server.url, 'catalogue_change_stream_bytes'), 0);
+    }, 20);
+    assert.equal(await metric(server.url, 'catalogue_change_streams_dropped_total{reason="slow"}'), 0, 'closed as their connection went, not dropped as stalled');
+  });
+
   it('reads the next page of a stream catching up only once its client has taken the last, and holds no more than that page for it', async (t) => {
     const { location } = await catalogueOfLongNames(t);
     let streamSocket: Socket | undefined;

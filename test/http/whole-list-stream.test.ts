@@ -175,6 +175,26 @@ describeEachStore('the whole v1 list, streamed', { env: false, timeout: 600_000 
       assert.ok(plain.equals(expected.bytes), `${coding ?? 'plain'}: ${plain.length} bytes, ${expected.bytes.length} expected`);
     }
   });
+  it('closes the lists pipelined behind another on a connection its client closed, in every coding', async (t) => {
+    // 6.6 MB of list: more than a list queued behind another takes in before it waits.
+    const location = await catalogueOf(ctx, t, 20_000);
+    const server = await serverOver(location, t, STREAMED);
+    const { hostname, port } = new URL(server.url);
+    const PIPELINED = 5;
+    for (const coding of [undefined, 'gzip', 'br'] as const) {
+      const before = await listFigures(server);
+      const request = `GET /api/v1/shop/products HTTP/1.1\r\nHost: ${hostname}:${port}\r\n${coding === undefined ? '' : `Accept-Encoding: ${coding}\r\n`}\r\n`;
+      // Five lists asked at once on one connection, which is then closed. Node never tells the answers
+      // still queued behind the first that it closed: they read on and stayed open for good.
+      const socket = connect(Number(port), hostname, () => socket.end(request.repeat(PIPELINED), () => socket.destroy()));
+      socket.on('error', () => undefined);
+      await passesWithin(60_000, async () => {
+        const figures = await listFigures(server);
+        assert.ok(figures.stepsRead - before.stepsRead >= PIPELINED, 'every list was asked for');
+        assert.equal(figures.open, 0, `${coding ?? 'plain'}: lists still open for a client gone`);
+      }, 20);
+    }
+  });
 });
 
 /** A fresh database, brought up to date, holding `count` products. */

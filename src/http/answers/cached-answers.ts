@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CacheScope, CatalogueStore } from '../../storage/store.js';
 import { COMPRESS_MIN_BYTES, chooseCoding, compressBody, compressStream, type ContentCoding } from './compression.js';
 import { RevisionCache } from './revision-cache.js';
+import { whenConnectionGone } from '../connection/connection-gone.js';
 
 /** A JSON body already serialized, with the strong validator of its exact bytes. */
 interface TaggedBody {
@@ -164,6 +165,12 @@ function sendStream(request: FastifyRequest, reply: FastifyReply, stream: Readab
     return reply.code(304).send();
   }
   reply.type('application/json; charset=utf-8');
+  // An answer queued behind another on a connection that closed (pipelined lists, then gone) would read
+  // on into a buffer nobody takes, counted open for good: twenty connections of a hundred lists each left
+  // 5,080 lists open and the two workers at 1.3 and 2.6 GB.
+  whenConnectionGone(request.raw, () => {
+    if (!reply.raw.writableFinished) stream.destroy();
+  });
   const coding = chooseCoding(request.headers['accept-encoding']);
   if (coding === undefined) return reply.send(stream);
   reply.header('Content-Encoding', coding);

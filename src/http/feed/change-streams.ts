@@ -5,6 +5,7 @@ import { Turns } from '../../turns.js';
 import { CatchUpPace } from './catch-up-pace.js';
 import { type SharedStreamCount, StreamMemory } from './stream-memory.js';
 import { changeWire } from '../contract/wire.js';
+import { whenConnectionGone } from '../connection/connection-gone.js';
 
 /** Changes read per query, while a stream catches up and while new ones are passed on. */
 const CHANGES_PER_READ = 1_000;
@@ -233,6 +234,9 @@ export class ChangeStreams {
       setTimeout(() => write(stream, ': ping\n\n'), PROBE_AFTER_END_MS).unref();
     });
     body.once('close', close);
+    // A stream queued behind another answer on its connection (pipelined) hears nothing of the above when
+    // the connection goes: it held its place among CHANGE_STREAMS_MAX until dropped as stalled (30 s).
+    whenConnectionGone(request.raw, () => body.destroy());
     write(stream, `retry: ${RECONNECT_MS}\n\n`);
     void this.#catchUp(stream).catch((error: unknown) => (error instanceof StalledError ? this.#dropSlow(stream) : this.#disconnect(stream)));
     return reply

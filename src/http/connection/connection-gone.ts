@@ -1,0 +1,17 @@
+import type { IncomingMessage } from 'node:http';
+
+/**
+ * Calls `then` once the connection `request` came on is gone, or at once if it is gone already. Node
+ * tells an answer queued behind another on its connection (pipelined) nothing when the connection
+ * closes: neither its 'close' nor an error comes, and a stream answering it would be read and held for
+ * good. The request is told: its 'close' comes once its answer has been written or its connection is
+ * gone, whichever is first. The connection's own 'close' is not listened to: a client pipelining a
+ * hundred requests would put a hundred listeners on it.
+ */
+export function whenConnectionGone(request: IncomingMessage, then: () => void): void {
+  const gone = (): boolean => request.socket?.destroyed === true;
+  if (gone()) return then();
+  request.once('close', () => {
+    if (gone()) then();
+  });
+}
