@@ -10,6 +10,7 @@ import { passesWithin } from '../helpers/passes-within.js';
 import { insertLongNamedProducts } from '../helpers/many-products.js';
 import { outsideSql } from '../helpers/outside-sql.js';
 import { startServer, type RunningServer, type ServerOptions } from '../helpers/server.js';
+import { spyOnStore } from '../helpers/store-spy.js';
 
 // The v1 list past the length kept whole is streamed in steps read from the database as the client
 // takes them (src/http/list-stream.ts). These servers stream it from a few hundred products on, in short
@@ -193,6 +194,37 @@ describeEachStore('the whole v1 list, streamed', { env: false, timeout: 600_000 
         assert.ok(figures.stepsRead - before.stepsRead >= PIPELINED, 'every list was asked for');
         assert.equal(figures.open, 0, `${coding ?? 'plain'}: lists still open for a client gone`);
       }, 20);
+    }
+  });
+  it('sends the head and the first step of a compressed list before it reads the next', async (t) => {
+    const location = await catalogueOf(ctx, t, 3_000);
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    t.after(() => release());
+    // Every step but the first waits until the test lets it: what the client has by then came from the first.
+    const server = await serverOver(location, t, {
+      ...STREAMED,
+      wrapStore: (store) => spyOnStore(store, 'listProductsJsonAfter', ([after], call) => ((after as number) > 0 ? held.then(call) : call())),
+    });
+    const { hostname, port } = new URL(server.url);
+    for (const coding of ['gzip', 'br'] as const) {
+      const socket = connect(Number(port), hostname, () => socket.write(`GET /api/v1/shop/products HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAccept-Encoding: ${coding}\r\nConnection: close\r\n\r\n`));
+      t.after(() => socket.destroy());
+      const chunks: Buffer[] = [];
+      // A step of 200 products is some 66 KB of JSON, which brotli would keep whole before a byte of its own.
+      const first = await new Promise<Buffer>((resolve, reject) => {
+        socket.on('data', (chunk: Buffer) => {
+          chunks.push(chunk);
+          const answer = Buffer.concat(chunks);
+          const bodyAt = answer.indexOf('\r\n\r\n');
+          if (bodyAt >= 0 && answer.length > bodyAt + 4) resolve(answer);
+        });
+        socket.on('error', reject);
+        // Bytes that come only once the held step is read never come: a bound for the hang, not for speed.
+        setTimeout(() => reject(new Error(`${coding}: nothing of the list came while its second step was held`)), 60_000).unref();
+      });
+      assert.match(first.toString('latin1'), new RegExp(`^HTTP/1\\.1 200 [^]*content-encoding: ${coding}`, 'i'));
+      socket.destroy();
     }
   });
 });

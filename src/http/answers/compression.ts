@@ -68,8 +68,8 @@ export function compressBody(body: string | Buffer, coding: ContentCoding): Prom
 
 /**
  * `source` compressed on the way out. A source that fails destroys the result with its error, so the
- * answer is cut short rather than ended as if complete. While `clientEnded()` (the client has ended its
- * side of the connection), each chunk is flushed out as soon as it is compressed.
+ * answer is cut short rather than ended as if complete. The first chunk, and while `clientEnded()` (the
+ * client has ended its side of the connection) each chunk, is flushed out as soon as it is compressed.
  */
 export function compressStream(source: Readable, coding: ContentCoding, clientEnded: () => boolean): Readable {
   // Each encoder runs one chunk at a time on libuv's thread pool and takes no more input than it has
@@ -85,9 +85,13 @@ export function compressStream(source: Readable, coding: ContentCoding, clientEn
   // A client that ended its side may have left altogether, and only a write finds out: a client gone
   // answers it with a reset, and the write after fails. Brotli takes in some 700 KB before it writes a
   // byte of its own, so a thousand clients that asked and left at once held a thousand encoders for 17 s
-  // (2 GB), reading the list for nobody. Flushed, each chunk is written as a plain list's is.
+  // (2 GB), reading the list for nobody. Flushed, each chunk is written as a plain list's is. The first
+  // chunk is flushed for every client: until then not even the answer's head goes out, and twenty br
+  // lists at once left most of their clients without a byte for 4 s.
+  let first = true;
   source.on('data', () => {
-    if (clientEnded() && !encoder.destroyed && !encoder.writableEnded) encoder.flush();
+    if ((first || clientEnded()) && !encoder.destroyed && !encoder.writableEnded) encoder.flush();
+    first = false;
   });
   return encoder;
 }

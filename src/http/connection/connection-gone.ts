@@ -10,7 +10,12 @@ import type { IncomingMessage } from 'node:http';
  */
 export function whenConnectionGone(request: IncomingMessage, then: () => void): void {
   const gone = (): boolean => request.socket?.destroyed === true;
-  if (gone()) return then();
+  // Waited for even when the connection is already destroyed: Node marks the request aborted only as it
+  // closes it, and Fastify answers a stream that fails on a request not marked so with a 500 of its own.
+  if (request.destroyed) {
+    if (gone()) then();
+    return;
+  }
   request.once('close', () => {
     if (gone()) then();
   });
