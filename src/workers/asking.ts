@@ -17,6 +17,8 @@ export interface Answer {
   /** The answer's value, or the message of the error that answering threw. */
   readonly value?: unknown;
   readonly error?: string;
+  /** That error's name (`StoreBusyError`): the asker tells its kind by it, as the class does not cross. */
+  readonly errorName?: string;
 }
 
 /**
@@ -85,7 +87,7 @@ export class Questions {
     this.#waiting.delete(answer.id);
     clearTimeout(waiting.timer);
     if (answer.error === undefined) waiting.resolve(answer.value);
-    else waiting.reject(new Error(answer.error));
+    else waiting.reject(Object.assign(new Error(answer.error), answer.errorName === undefined ? {} : { name: answer.errorName }));
   }
 
   /** Fails every question still waiting: the other side is gone. */
@@ -102,7 +104,8 @@ export class Questions {
 export function answerQuestion(question: Question, answer: (what: string, args: unknown) => Promise<unknown>, send: Send<Answer>): void {
   answer(question.what, question.args).then(
     (value) => sendQuietly(send, { catalogue: 'answer', id: question.id, value }),
-    (error: unknown) => sendQuietly(send, { catalogue: 'answer', id: question.id, error: error instanceof Error ? error.message : String(error) }),
+    (error: unknown) =>
+      sendQuietly(send, { catalogue: 'answer', id: question.id, ...(error instanceof Error ? { error: error.message, errorName: error.name } : { error: String(error) }) }),
   );
 }
 

@@ -99,7 +99,9 @@ export function startPrimary({ workers, log, stopGraceMs }: PrimaryOptions): Pri
       [...members.values()]
         .filter((m) => m.listening)
         .map((m) => m.questions.ask(what).catch((error: unknown) => {
-          throw new Error(`worker ${m.worker.process.pid}: ${error instanceof Error ? error.message : String(error)}`);
+          // Named as the worker's error was, so that its kind reaches whoever asked the primary.
+          const named = error instanceof Error ? { name: error.name } : {};
+          throw Object.assign(new Error(`worker ${m.worker.process.pid}: ${error instanceof Error ? error.message : String(error)}`), named);
         })),
     );
 

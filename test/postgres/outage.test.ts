@@ -268,11 +268,20 @@ describe('PostgreSQL table locked by another connection while the service runs',
     if (location.kind !== 'postgres') throw new Error('expected a PostgreSQL location');
     const server = await startServer(location, { WRITE_WAIT_MS: '200' });
     t.after(() => server.stop());
+    // With workers, the primary asks each of them whether it is ready: the lock's kind crosses the processes.
+    const workers = await spawnServer({ DATABASE_URL: databaseUrl(location), WORKERS: '2', WRITE_WAIT_MS: '200' });
+    t.after(() => workers.stop());
     const espresso = await createProduct(server.url, { name: 'Espresso 1 kg' });
     const tea = { name: 'Tea 100 g', barcode: uniqueBarcode(), price: '3.10' };
     await withClient(location.url, async (holder) => {
       await holder.query('BEGIN');
       await holder.query('LOCK TABLE product IN ACCESS EXCLUSIVE MODE');
+      // Not ready: no product can be read. But the database answers, and the detail says what holds it.
+      for (const url of [server.url, workers.url]) {
+        const ready = await send(`${url}/readyz`);
+        assert.equal(ready.status, 503, ready.text);
+        assert.equal((ready.json as { detail: string }).detail, 'The catalogue is locked by another connection for longer than the service waits. Try again in a moment.', url);
+      }
       // Not read before: no answer kept in memory stands in for the database's.
       const read = await send(`${server.url}/api/v1/shop/product/${espresso.pk}`);
       assert.equal(read.status, 503, read.text);
@@ -284,6 +293,7 @@ describe('PostgreSQL table locked by another connection while the service runs',
       await holder.query('COMMIT');
     });
     assert.deepEqual((await send(`${server.url}/api/v1/shop/product/${espresso.pk}`)).json, espresso);
+    assert.equal((await send(`${workers.url}/readyz`)).status, 200);
     const list = await send(`${server.url}/api/v1/shop/products`);
     assert.deepEqual(list.json, [espresso], 'the refused create stored nothing');
   });

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
-import { StoreUnavailableError } from '../../catalogue/errors.js';
+import { StoreBusyError, StoreUnavailableError } from '../../catalogue/errors.js';
 import type { CatalogueStore } from '../../storage/store.js';
 import type { WorkerGroup } from '../../workers/worker-group.js';
 import { resource } from './resource.js';
@@ -48,7 +48,8 @@ export async function health(app: FastifyInstance, { store, workerGroup }: Healt
       },
       handler: async () => {
         if (workerGroup === undefined) await store.ping();
-        else await workerGroup.ready().catch((error: unknown) => Promise.reject(new StoreUnavailableError(error)));
+        // Each worker is asked in turn, and only an error's message and name come back across the processes.
+        else await workerGroup.ready().catch((error: unknown) => Promise.reject(error instanceof Error && error.name === 'StoreBusyError' ? new StoreBusyError(undefined, error) : new StoreUnavailableError(error)));
         return { status: 'ready' as const };
       },
     },
