@@ -48,7 +48,7 @@ export async function health(app: FastifyInstance, { store, workerGroup }: Healt
       },
       handler: async () => {
         if (workerGroup === undefined) await store.ping();
-        // Each worker is asked in turn, and only an error's message and name come back across the processes.
+        // The primary asks every worker, and only an error's message and name come back across the processes.
         else await workerGroup.ready().catch((error: unknown) => Promise.reject(error instanceof Error && error.name === 'StoreBusyError' ? new StoreBusyError(undefined, error) : new StoreUnavailableError(error)));
         return { status: 'ready' as const };
       },
