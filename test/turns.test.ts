@@ -59,9 +59,14 @@ describe('turns', () => {
   it('keep waiting without a limit, however long the task before takes', async () => {
     const turns = new Turns();
     const hanging = heldTask();
+    const timers = (): number => process.getActiveResourcesInfo().filter((resource) => resource === 'Timeout').length;
+    const timersBefore = timers();
     void turns.run(hanging.task);
     let settled = false;
     const waiting = turns.run(async () => 'ran').finally(() => (settled = true));
+    // No timer is armed for the waiting task, so nothing can ever make it give up; the wait below
+    // only shows that it is still waiting.
+    assert.equal(timers(), timersBefore);
     busyFor(100);
     await new Promise((resolve) => setImmediate(resolve));
     assert.equal(settled, false);
