@@ -5,6 +5,22 @@ import { MAX_PK } from '../catalogue/product.js';
 import { STATE_SLOTS } from './schema.js';
 import { newCatalogueId } from './catalogue-state.js';
 
+/** Rows a migration that stops names (by pk) of those it cannot take; the message says how many more there are. */
+const NAMED_ROWS = 10;
+
+/** A row a migration cannot take, with how many such rows there are (a window count, before the limit). */
+interface NamedRow {
+  readonly pk: unknown;
+  readonly total: unknown;
+}
+
+/** `pk 3, 9`, or past NAMED_ROWS `pk 1, 2, … 10 and 1,990 more`: the operator sees how much there is to fix. */
+function namedPks(rows: readonly NamedRow[]): string {
+  const pks = rows.map((row) => String(row.pk)).join(', ');
+  const more = Number(rows[0]?.total ?? rows.length) - rows.length;
+  return more > 0 ? `pk ${pks} and ${more.toLocaleString('en')} more` : `pk ${pks}`;
+}
+
 /**
  * The schema's history, oldest first. Each step is written once; what a database writes in its own
  * SQL (column types, triggers, the trigram index) is its dialect's, in its folder.
@@ -94,13 +110,12 @@ function migrationsFor(dialect: StoreDialect): Record<string, Migration> {
       // cannot be read back exactly. A row already past it stops the migration, named, to be fixed.
       async up(db: Kysely<unknown>): Promise<void> {
         // A fraction of a cent can only be in SQLite, written by plain SQL; the CAST changes nothing on PostgreSQL.
-        const { rows } = await sql<{ pk: unknown }>`
-          SELECT pk FROM product WHERE price_cents > ${sql.lit(MAX_PRICE_CENTS)} OR price_cents <> CAST(price_cents AS bigint)
-          ORDER BY pk LIMIT 10`.execute(db);
+        const { rows } = await sql<NamedRow>`
+          SELECT pk, count(*) OVER () AS total FROM product WHERE price_cents > ${sql.lit(MAX_PRICE_CENTS)} OR price_cents <> CAST(price_cents AS bigint)
+          ORDER BY pk LIMIT ${sql.lit(NAMED_ROWS)}`.execute(db);
         if (rows.length > 0) {
-          const pks = rows.map((row) => String(row.pk)).join(', ');
           throw new Error(
-            `Products have a price_cents above ${MAX_PRICE_CENTS} or not in whole cents, which the catalogue cannot keep exactly (pk ${pks}); correct them and migrate again.`,
+            `Products have a price_cents above ${MAX_PRICE_CENTS} or not in whole cents, which the catalogue cannot keep exactly (${namedPks(rows)}); correct them and migrate again.`,
           );
         }
         await own.priceLimit.up(db);
@@ -221,10 +236,11 @@ function migrationsFor(dialect: StoreDialect): Record<string, Migration> {
       // never reach. A row already outside stops the migration, named, to be fixed.
       async up(db: Kysely<unknown>): Promise<void> {
         // As text: a pk past 2^53 read as a number would be named as another.
-        const { rows } = await sql<{ pk: unknown }>`SELECT CAST(pk AS TEXT) AS pk FROM product WHERE pk < 1 OR pk > ${sql.lit(MAX_PK)} ORDER BY product.pk LIMIT 10`.execute(db);
+        const { rows } = await sql<NamedRow>`
+          SELECT CAST(pk AS TEXT) AS pk, count(*) OVER () AS total FROM product WHERE pk < 1 OR pk > ${sql.lit(MAX_PK)}
+          ORDER BY product.pk LIMIT ${sql.lit(NAMED_ROWS)}`.execute(db);
         if (rows.length > 0) {
-          const pks = rows.map((row) => String(row.pk)).join(', ');
-          throw new Error(`Products have a pk below 1 or above ${MAX_PK}, which no client reads back exactly (pk ${pks}); give them pks in that range and migrate again.`);
+          throw new Error(`Products have a pk below 1 or above ${MAX_PK}, which no client reads back exactly (${namedPks(rows)}); give them pks in that range and migrate again.`);
         }
         await own.pkRange.up(db);
       },

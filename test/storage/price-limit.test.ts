@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { it } from 'node:test';
+import { it, type TestContext } from 'node:test';
 import { MAX_PRICE_CENTS } from '../../src/catalogue/price.js';
+import type { DatabaseLocation } from '../../src/config.js';
 import { migrateUpTo } from '../../src/storage/migrations.js';
 import { openDialect, openStore } from '../../src/storage/open-store.js';
 import { describeEachStore } from '../helpers/each-store.js';
@@ -8,6 +9,18 @@ import { outsideSql } from '../helpers/outside-sql.js';
 import { uniqueBarcode } from '../helpers/products.js';
 
 describeEachStore('prices written by plain SQL', { env: false }, (ctx) => {
+  /** A fresh database migrated up to the version before the price limit. */
+  async function catalogueBeforeTheLimit(t: TestContext): Promise<DatabaseLocation> {
+    const { location } = await ctx.freshDatabase(t);
+    const dialect = openDialect(location, { poolMax: 1 }, 'migrate');
+    try {
+      await migrateUpTo(dialect, '0005_product_search');
+    } finally {
+      await dialect.close();
+    }
+    return location;
+  }
+
   it('are refused above the API\'s own limit, so every stored price reads back exactly', async (t) => {
     const { location, open } = await ctx.freshDatabase(t);
     const store = await open();
@@ -29,17 +42,23 @@ describeEachStore('prices written by plain SQL', { env: false }, (ctx) => {
   });
 
   it('stop the migration that brings the limit while a product is above it, naming the product', async (t) => {
-    const { location } = await ctx.freshDatabase(t);
     // The database as the version before the limit left it, with a price plain SQL wrote then.
-    const dialect = openDialect(location, { poolMax: 1 }, 'migrate');
-    try {
-      await migrateUpTo(dialect, '0005_product_search');
-    } finally {
-      await dialect.close();
-    }
+    const location = await catalogueBeforeTheLimit(t);
     const [row] = await outsideSql<{ pk: number | string }>(location, "INSERT INTO product (name, barcode, price_cents) VALUES ('Gold bar', $1, 9007199254740993) RETURNING pk", [uniqueBarcode()]);
     await assert.rejects(openStore(location), {
       message: `Products have a price_cents above ${MAX_PRICE_CENTS} or not in whole cents, which the catalogue cannot keep exactly (pk ${row!.pk}); correct them and migrate again.`,
+    });
+  });
+
+  it('name the first ten products above the limit and say how many more there are', async (t) => {
+    const location = await catalogueBeforeTheLimit(t);
+    const pks: string[] = [];
+    for (let n = 0; n < 13; n++) {
+      const [row] = await outsideSql<{ pk: number | string }>(location, "INSERT INTO product (name, barcode, price_cents) VALUES ('Gold bar', $1, 9007199254740993) RETURNING pk", [uniqueBarcode()]);
+      pks.push(String(row!.pk));
+    }
+    await assert.rejects(openStore(location), {
+      message: `Products have a price_cents above ${MAX_PRICE_CENTS} or not in whole cents, which the catalogue cannot keep exactly (pk ${pks.slice(0, 10).join(', ')} and 3 more); correct them and migrate again.`,
     });
   });
 });
