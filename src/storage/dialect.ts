@@ -136,6 +136,12 @@ export interface DialectMigrations {
   readonly searchColumn: Migration;
   /** 0014: 0004's notice naming the kind of change (`INSERT`, `UPDATE`, ...), where the database needs one. */
   readonly changeNoticeKind: Migration;
+  /**
+   * 0017: a product that plain SQL moves to another pk (SQLite: `SET pk`, `rowid`, `_rowid_` or `oid`;
+   * PostgreSQL: `SET pk = DEFAULT`) is a removal of its old pk and a change at its new one in the feed,
+   * and a search finds it at its new pk.
+   */
+  readonly pkMoves: Migration;
   /** The schema holding Kysely's bookkeeping tables, or `undefined` where the database has one. */
   migrationTableSchema(db: Kysely<unknown>): Promise<string | undefined>;
 }

@@ -252,6 +252,13 @@ function migrationsFor(dialect: StoreDialect): Record<string, Migration> {
       up: (db) => own.searchColumn.up(db),
       down: async (db) => own.searchColumn.down?.(db),
     },
+    '0017_pk_moves': {
+      // A pk changed by plain SQL was told to the feed only as the product at its new pk (PostgreSQL),
+      // or not at all (SQLite's `SET rowid`): a copy kept the product at its old pk too. On SQLite a
+      // search no longer found it either.
+      up: (db) => own.pkMoves.up(db),
+      down: async (db) => own.pkMoves.down?.(db),
+    },
   };
 }
 

@@ -11,7 +11,7 @@ import { describeEachStore } from '../helpers/each-store.js';
 import { outsideSql, withClient } from '../helpers/outside-sql.js';
 import { uniqueBarcode } from '../helpers/products.js';
 import { storedProducts } from '../helpers/store-contents.js';
-import { CONTRACT_STORES, postgres, type TestStore } from '../helpers/stores.js';
+import { CONTRACT_STORES, postgres, sqlite, type TestStore } from '../helpers/stores.js';
 
 function newProduct(name: string, priceCents = 100): NewProduct {
   return { name, barcode: uniqueBarcode(), priceCents };
@@ -94,6 +94,36 @@ describeEachStore('versions and the change feed', { env: false, stores: CONTRACT
     // A search folds the name again: no change either.
     assert.equal(await store.countMatching({ search: 'tea' }), 1);
     assert.deepEqual(await changesSince(store, 2), { version: 3, changes: [{ version: 3, pk: espresso.pk, product: { ...espresso, priceCents: 1399 } }] });
+  });
+
+  it('gives a product moved to another pk by plain SQL as removed at its old pk and stored at its new one, found there by a search', async (t) => {
+    const { store, location } = await freshStore(t);
+    // PostgreSQL's pk is an identity that plain SQL can only set to its next value; SQLite's pk is the
+    // rowid, which an UPDATE may name in four ways.
+    // (A pk moved to is past every pk so far, so the next product is drawn past it.)
+    const moves = location.kind === 'postgres' ? ['pk = DEFAULT'] : ['pk', 'rowid', '_rowid_', 'oid'].map((name) => `${name} = pk + 100`);
+    for (const move of moves) {
+      const product = await store.createProduct(newProduct(`Moved Mango ${move}`));
+      const { version } = await store.describeCatalogue();
+      await outsideSql(location, `UPDATE product SET ${move} WHERE pk = ${product.pk}`);
+      const [moved] = await store.listFilteredAfter({ barcode: product.barcode }, 0, 10);
+      assert.ok(moved !== undefined && moved.pk !== product.pk, move);
+      assert.deepEqual(await changesSince(store, version), {
+        version: version + 2,
+        changes: [
+          { version: version + 1, pk: product.pk, product: undefined },
+          { version: version + 2, pk: moved.pk, product: moved },
+        ],
+      }, move);
+      // The store takes a search text folded, as the API hands it over.
+      const search = `mango ${move}`.toLowerCase();
+      assert.deepEqual((await store.readFilteredPage({ search }, 0, 10, 1000)).products, [moved], move);
+      assert.equal(await store.countMatching({ search }), 1, move);
+    }
+    // A whole copy has every moved product, at its new pk, and nothing else.
+    const copy = (await changesSince(store, 0, 100)).changes;
+    assert.deepEqual(copy.map((change) => change.product), await storedProducts(store));
+    assert.equal(copy.length, moves.length);
   });
 
   it('versions every row a statement changes, and a removal keeps its version with no product', async (t) => {
@@ -195,6 +225,28 @@ describeEachStore('the change feed on a catalogue from before versions', { env: 
       ],
     );
     assert.deepEqual(await store.describeCatalogue().then(({ count, version }) => ({ count, version })), { count: 2, version: 2 });
+  });
+});
+
+describeEachStore('a catalogue whose products plain SQL moved to other pks before 0017', { env: false, stores: [sqlite] }, (ctx) => {
+  it('finds them at their new pks once migrated, and finds nothing at the old ones', async (t) => {
+    const { location, drop } = await ctx.testStore.create();
+    t.after(drop);
+    const dialect = openDialect(location, { poolMax: 1 }, 'migrate');
+    try {
+      await migrateUpTo(dialect, '0016_search_column');
+    } finally {
+      await dialect.close();
+    }
+    await outsideSql(location, "INSERT INTO product (name, name_folded, barcode, price_cents) VALUES ('Mango', 'mango', '4006381333931', 100), ('Mango juice', 'mango juice', '3017620422003', 200)");
+    await outsideSql(location, 'UPDATE product SET rowid = 50 WHERE pk = 1');
+    const store = await openStore(location);
+    t.after(() => store.close());
+    assert.deepEqual((await store.readFilteredPage({ search: 'mango' }, 0, 10, 1000)).products.map((product) => [product.pk, product.name]), [
+      [2, 'Mango juice'],
+      [50, 'Mango'],
+    ]);
+    assert.equal(await store.countMatching({ search: 'ngo' }), 2);
   });
 });
 

@@ -150,7 +150,7 @@ describeEachStore('the migrations to trigrams across words', { env: false, store
     assert.deepEqual((await again.readFilteredPage({ search: 'a, 0,5' }, 0, 10, EVERY_MATCH)).products.map((p) => p.name), ['Grey tea, 0,5 kg']);
   });
 
-  for (const before of ['0009_search_index_on_change', '0012_pk_bound', '0015_pk_range']) {
+  for (const before of ['0009_search_index_on_change', '0012_pk_bound', '0015_pk_range', '0016_search_column']) {
     it(`from ${before}, waits for a writer of the version before it instead of ending in a deadlock`, async (t) => {
       const { location, open } = await ctx.freshDatabase(t);
       if (location.kind !== 'postgres') return;

@@ -110,6 +110,12 @@ export const postgresMigrations: DialectMigrations = {
     up: (db) => run(db, [`ALTER TABLE product ADD CONSTRAINT product_pk_range CHECK (pk BETWEEN 1 AND ${MAX_PK})`]),
     down: (db) => run(db, ['ALTER TABLE product DROP CONSTRAINT IF EXISTS product_pk_range']),
   },
+  // `SET pk = DEFAULT` moves a product: the statement lock is taken before it, and the pk it left is
+  // a removal in the feed (its new one already had a version as a changed row).
+  pkMoves: {
+    up: (db) => run(db, ['DROP TRIGGER product_write_lock ON product', writeLockTrigger('pk, name, barcode, price_cents'), rowsUpdatedFunction('CREATE OR REPLACE', true)]),
+    down: (db) => run(db, ['DROP TRIGGER product_write_lock ON product', writeLockTrigger('name, barcode, price_cents'), rowsUpdatedFunction('CREATE OR REPLACE', false)]),
+  },
   // Kysely looks for its bookkeeping tables in every schema unless told which one; another schema's
   // tables in the same database would then pass for this one's.
   migrationTableSchema: currentSchema,
@@ -173,8 +179,7 @@ const CHANGE_FEED = [
   // Before any row is written, so that a statement never holds a product's row lock while it waits
   // for the catalogue's (two writers would then wait for each other). Folding a name (name_folded) is
   // no change to the product and takes no lock.
-  `CREATE TRIGGER product_write_lock BEFORE INSERT OR UPDATE OF name, barcode, price_cents OR DELETE OR TRUNCATE ON product
-     FOR EACH STATEMENT EXECUTE FUNCTION catalogue_statement_lock()`,
+  writeLockTrigger('name, barcode, price_cents'),
   `CREATE FUNCTION catalogue_rows_inserted() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
    DECLARE
      last_version bigint;
@@ -193,28 +198,7 @@ const CHANGE_FEED = [
    END $$`,
   `CREATE TRIGGER product_rows_inserted AFTER INSERT ON product REFERENCING NEW TABLE AS new_rows
      FOR EACH STATEMENT EXECUTE FUNCTION catalogue_rows_inserted()`,
-  // An UPDATE counts only the rows whose name, barcode or price it changed (not a folded copy). The
-  // changed rows are the new ones less the old (EXCEPT hashes both once): a join of the two
-  // transition tables, which have no index and no statistics, was planned as a nested loop, whose
-  // cost grows with the square of the rows updated.
-  `CREATE FUNCTION catalogue_rows_updated() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-   DECLARE
-     last_version bigint;
-     n bigint;
-   BEGIN
-     IF NOT EXISTS (SELECT pk, name, barcode, price_cents FROM new_rows EXCEPT SELECT pk, name, barcode, price_cents FROM old_rows) THEN
-       RETURN NULL;
-     END IF;
-     PERFORM catalogue_write_lock();
-     SELECT version INTO last_version FROM catalogue_state WHERE id = 0;
-     INSERT INTO catalogue_change (pk, version)
-       SELECT pk, last_version + row_number() OVER (ORDER BY pk)
-       FROM (SELECT pk, name, barcode, price_cents FROM new_rows EXCEPT SELECT pk, name, barcode, price_cents FROM old_rows) AS changed
-       ON CONFLICT (pk) DO UPDATE SET version = excluded.version;
-     GET DIAGNOSTICS n = ROW_COUNT;
-     UPDATE catalogue_state SET revision = revision + 1, version = last_version + n WHERE id = 0;
-     RETURN NULL;
-   END $$`,
+  rowsUpdatedFunction('CREATE', false),
   `CREATE TRIGGER product_rows_updated AFTER UPDATE ON product REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
      FOR EACH STATEMENT EXECUTE FUNCTION catalogue_rows_updated()`,
   // A removed product keeps its row in catalogue_change, with the version of its removal.
@@ -262,6 +246,45 @@ const CHANGE_FEED = [
      END LOOP;
    END $$`,
 ];
+
+/**
+ * The statement lock's trigger: before an insert, a removal, or an UPDATE that names one of `columns`
+ * (0007: the product's fields; 0017: its pk too, which plain SQL moves).
+ */
+function writeLockTrigger(columns: string): string {
+  return `CREATE TRIGGER product_write_lock BEFORE INSERT OR UPDATE OF ${columns} OR DELETE OR TRUNCATE ON product
+     FOR EACH STATEMENT EXECUTE FUNCTION catalogue_statement_lock()`;
+}
+
+/**
+ * The versions of an UPDATE: each row whose name, barcode or price it changed (not a folded copy), and
+ * since 0017 (`movedPks`) each pk a row left (`SET pk = DEFAULT`), as a removal: without it a copy kept
+ * the product at its old pk beside the same one at its new pk. The changed rows are the new ones less
+ * the old (EXCEPT hashes both once): a join of the two transition tables, which have no index and no
+ * statistics, was planned as a nested loop, whose cost grows with the square of the rows updated.
+ */
+function rowsUpdatedFunction(verb: 'CREATE' | 'CREATE OR REPLACE', movedPks: boolean): string {
+  const changed = 'SELECT pk, name, barcode, price_cents FROM new_rows EXCEPT SELECT pk, name, barcode, price_cents FROM old_rows';
+  const changedPks = movedPks ? `SELECT pk FROM (${changed}) AS changed UNION ALL (SELECT pk FROM old_rows EXCEPT SELECT pk FROM new_rows)` : changed;
+  return `${verb} FUNCTION catalogue_rows_updated() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+   DECLARE
+     last_version bigint;
+     n bigint;
+   BEGIN
+     IF NOT EXISTS (${changedPks}) THEN
+       RETURN NULL;
+     END IF;
+     PERFORM catalogue_write_lock();
+     SELECT version INTO last_version FROM catalogue_state WHERE id = 0;
+     INSERT INTO catalogue_change (pk, version)
+       SELECT pk, last_version + row_number() OVER (ORDER BY pk)
+       FROM (${changedPks}) AS versioned
+       ON CONFLICT (pk) DO UPDATE SET version = excluded.version;
+     GET DIAGNOSTICS n = ROW_COUNT;
+     UPDATE catalogue_state SET revision = revision + 1, version = last_version + n WHERE id = 0;
+     RETURN NULL;
+   END $$`;
+}
 
 const SEARCH = [
   `CREATE FUNCTION product_name_changed() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -43,7 +43,7 @@ export const sqliteMigrations: DialectMigrations = {
   // listed row's name_folded, and rewriting a name's trigrams in FTS5 costs more the larger the
   // index (the common trigrams' lists are rewritten), so that price lists grew quadratic.
   searchIndexOnChange: {
-    up: (db) => run(db, ['DROP TRIGGER product_search_update', searchUpdateTrigger('WHEN new.name_folded IS NOT old.name_folded')]),
+    up: (db) => run(db, ['DROP TRIGGER product_search_update', searchUpdateTrigger(SEARCH_INDEX_ON_CHANGE)]),
     down: (db) => run(db, ['DROP TRIGGER product_search_update', searchUpdateTrigger('')]),
   },
   // FTS5's trigram index has always taken its trigrams across words, and across any other character.
@@ -72,6 +72,10 @@ export const sqliteMigrations: DialectMigrations = {
           BEGIN SELECT RAISE(ABORT, '${PK_RANGE_MESSAGE}'); END`,
       ]),
     down: (db) => run(db, ['DROP TRIGGER IF EXISTS product_pk_range_insert', 'DROP TRIGGER IF EXISTS product_pk_range_update']),
+  },
+  pkMoves: {
+    up: (db) => run(db, [...pkMoveTriggers(false), REINDEX_AFTER_MOVES]),
+    down: (db) => run(db, pkMoveTriggers(true)),
   },
   // One database per file: Kysely's tables are in it.
   migrationTableSchema: async () => undefined,
@@ -113,9 +117,16 @@ const SEARCH = [
    END`,
 ];
 
-/** The trigger keeping a name's entry in the trigram index when its folded copy is set. */
-function searchUpdateTrigger(when: string): string {
-  return `CREATE TRIGGER product_search_update AFTER UPDATE OF name_folded ON product ${when} BEGIN
+/** 0009: a folded name rewritten in the trigram index only when it changed. */
+const SEARCH_INDEX_ON_CHANGE = 'WHEN new.name_folded IS NOT old.name_folded';
+
+/**
+ * The trigger keeping a name's entry in the trigram index when its folded copy is set (`UPDATE OF
+ * name_folded`), or (0017) on any UPDATE `when` a row's folded copy or pk changed: the entry is under
+ * the pk, which `SET rowid` changes without naming any column.
+ */
+function searchUpdateTrigger(when: string, event = 'UPDATE OF name_folded'): string {
+  return `CREATE TRIGGER product_search_update AFTER ${event} ON product ${when} BEGIN
      INSERT INTO product_search (product_search, rowid, name_folded) SELECT 'delete', old.pk, old.name_folded WHERE old.name_folded IS NOT NULL;
      INSERT INTO product_search (rowid, name_folded) SELECT new.pk, new.name_folded WHERE new.name_folded IS NOT NULL;
    END`;
@@ -127,6 +138,45 @@ const NEXT_VERSION = '(SELECT version FROM catalogue_state WHERE id = 0)';
 /** Records `pk`'s change with the version just drawn; a removed product's row stays, with its removal's version. */
 const recordChange = (pk: string) =>
   `INSERT INTO catalogue_change (pk, version) VALUES (${pk}, ${NEXT_VERSION}) ON CONFLICT (pk) DO UPDATE SET version = excluded.version;`;
+
+/**
+ * The versions of an update: of the product at its pk when its name, barcode, price or pk changed, and
+ * of its old pk, as a removal, when plain SQL moved it. Made on `changed` and `moved` (0007: UPDATE OF
+ * the columns), since 0017 on every UPDATE: `SET rowid` (or `_rowid_`, `oid`) changes the pk without
+ * naming it. The pk's trigger is made last so that it fires first: the removal takes the lower version.
+ */
+function pkUpdateTriggers(changed: string, moved: string): string[] {
+  return [
+    `CREATE TRIGGER product_version_update AFTER ${changed} ON product
+       WHEN new.pk IS NOT old.pk OR new.name IS NOT old.name OR new.barcode IS NOT old.barcode OR new.price_cents IS NOT old.price_cents BEGIN
+       UPDATE catalogue_state SET version = version + 1 WHERE id = 0;
+       ${recordChange('new.pk')}
+     END`,
+    `CREATE TRIGGER product_pk_update AFTER ${moved} ON product WHEN new.pk IS NOT old.pk BEGIN
+       UPDATE catalogue_state SET version = version + 1 WHERE id = 0;
+       ${recordChange('old.pk')}
+     END`,
+  ];
+}
+
+/** 0017: the triggers of a moved pk, made again (`pkUpdateTriggers`, `searchUpdateTrigger`) to fire on every UPDATE or, `back`, as before. */
+function pkMoveTriggers(back: boolean): string[] {
+  return [
+    ...['product_version_update', 'product_pk_update', 'product_search_update'].map((name) => `DROP TRIGGER ${name}`),
+    ...(back ? pkUpdateTriggers('UPDATE OF pk, name, barcode, price_cents', 'UPDATE OF pk') : pkUpdateTriggers('UPDATE', 'UPDATE')),
+    back ? searchUpdateTrigger(SEARCH_INDEX_ON_CHANGE) : searchUpdateTrigger(`${SEARCH_INDEX_ON_CHANGE} OR new.pk IS NOT old.pk`, 'UPDATE'),
+  ];
+}
+
+/**
+ * A pk moved before 0017 left its name's entry in the trigram index under the old pk, where no product
+ * is, and none under the new one: the index is built again from the table then, and only then. Each
+ * entry has a row in FTS5's `_docsize` table, by pk, so that both checks are joins on integer keys (well
+ * under a second at a million products); the rebuild reads every name (tens of seconds at a million).
+ */
+const REINDEX_AFTER_MOVES = `INSERT INTO product_search (product_search) SELECT 'rebuild'
+  WHERE EXISTS (SELECT 1 FROM product_search_docsize entry WHERE NOT EXISTS (SELECT 1 FROM product WHERE product.pk = entry.id))
+     OR EXISTS (SELECT 1 FROM product WHERE name_folded IS NOT NULL AND NOT EXISTS (SELECT 1 FROM product_search_docsize entry WHERE entry.id = product.pk))`;
 
 /**
  * 0002's triggers again, now also drawing versions. SQLite has one writer at a time, so versions
@@ -143,16 +193,7 @@ const CHANGE_FEED = [
   `CREATE TRIGGER product_state_update AFTER UPDATE ON product BEGIN
      UPDATE catalogue_state SET revision = revision + 1 WHERE id = 0;
    END`,
-  `CREATE TRIGGER product_version_update AFTER UPDATE OF pk, name, barcode, price_cents ON product
-     WHEN new.pk IS NOT old.pk OR new.name IS NOT old.name OR new.barcode IS NOT old.barcode OR new.price_cents IS NOT old.price_cents BEGIN
-     UPDATE catalogue_state SET version = version + 1 WHERE id = 0;
-     ${recordChange('new.pk')}
-   END`,
-  // A pk changed by plain SQL: the old one is gone.
-  `CREATE TRIGGER product_pk_update AFTER UPDATE OF pk ON product WHEN new.pk IS NOT old.pk BEGIN
-     UPDATE catalogue_state SET version = version + 1 WHERE id = 0;
-     ${recordChange('old.pk')}
-   END`,
+  ...pkUpdateTriggers('UPDATE OF pk, name, barcode, price_cents', 'UPDATE OF pk'),
   `CREATE TRIGGER product_state_delete AFTER DELETE ON product BEGIN
      UPDATE catalogue_state SET product_count = product_count - 1, revision = revision + 1, version = version + 1 WHERE id = 0;
      ${recordChange('old.pk')}
