@@ -62,6 +62,19 @@ describe('RATE_LIMIT', () => {
     assert.deepEqual(forged, [200, 200, 429]);
   });
 
+  it('counts a write refused for its token too, so that tokens cannot be guessed without limit', async (t) => {
+    const server = await startFreshServer(sqlite, { RATE_LIMIT: '3/minute', API_TOKEN: 'the-right-token-of-the-shop' });
+    t.after(() => server.stop());
+    const create = (token: string) =>
+      send(`${server.url}/api/v1/shop/product/`, { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: '{}' });
+    const answers = [];
+    for (const token of ['guess-1', 'guess-2', 'guess-3', 'guess-4', 'the-right-token-of-the-shop']) answers.push(await create(token));
+    assert.deepEqual(answers.map((answer) => answer.status), [401, 401, 401, 429, 429]);
+    // A refused write carries the limit's headers as every counted answer does.
+    assert.deepEqual(answers.slice(0, 3).map((answer) => answer.headers['x-ratelimit-remaining']), ['2', '1', '0']);
+    assert.equal((await send(`${server.url}/api/v2/shop/products`)).status, 429);
+  });
+
   it('is off by default', async () => {
     const server = await startFreshServer(sqlite);
     try {

@@ -20,16 +20,20 @@ export function useWriteToken(app: FastifyInstance, token: string): void {
   const unauthorized = problemResponse('Creating needs the header `Authorization: Bearer <token>` with the deployment\'s API_TOKEN; it was missing or wrong.', {
     'WWW-Authenticate': Type.String({ description: 'The challenge; `error="invalid_token"` when a token was sent but is wrong.', examples: [REALM] }),
   });
+  // The check is the route's own hook, after the rate limit's (whose onRoute hook, made first, adds it
+  // to the route first): a refused token is counted like any request, so that tokens cannot be guessed
+  // faster than the limit, and a client over it is refused 429 whatever its token.
   app.addHook('onRoute', (route) => {
-    const responses = route.schema?.response as Record<string, unknown> | undefined;
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    if (responses !== undefined && methods.length === 1 && WRITE_METHODS.has(methods[0]!)) {
+    if (methods.length !== 1 || !WRITE_METHODS.has(methods[0]!)) return;
+    route.onRequest = [...(route.onRequest === undefined ? [] : [route.onRequest].flat()), checkToken];
+    const responses = route.schema?.response as Record<string, unknown> | undefined;
+    if (responses !== undefined) {
       responses['401'] = unauthorized;
       route.schema!.security = [{ [WRITE_TOKEN_SCHEME]: [] }];
     }
   });
-  app.addHook('onRequest', async (request) => {
-    if (!isWriteRoute(request)) return;
+  async function checkToken(request: FastifyRequest): Promise<void> {
     const header = request.headers.authorization;
     const match = header === undefined ? null : /^Bearer[ ]+(\S+)[ ]*$/i.exec(header);
     if (match === null) {
@@ -41,12 +45,7 @@ export function useWriteToken(app: FastifyInstance, token: string): void {
     if (!timingSafeEqual(digest(match[1]!), expected)) {
       throw new HttpProblem(401, 'The token is not valid.', { headers: { 'WWW-Authenticate': `${REALM}, error="invalid_token"` } });
     }
-  });
-}
-
-function isWriteRoute(request: FastifyRequest): boolean {
-  const method = request.routeOptions.method;
-  return typeof method === 'string' && WRITE_METHODS.has(method);
+  }
 }
 
 function digest(text: string): Buffer {
