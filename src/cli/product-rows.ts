@@ -87,7 +87,7 @@ function linesBeforeBadBytes(chunk: Buffer): number {
 }
 
 /** The file's text, refusing bytes that are not UTF-8 instead of replacing them. */
-async function* strictUtf8(input: AsyncIterable<Buffer | string>): AsyncGenerator<string> {
+export async function* strictUtf8(input: AsyncIterable<Buffer | string>): AsyncGenerator<string> {
   const utf8 = new TextDecoder('utf-8', { fatal: true });
   let line = 1;
   const decode = (bytes?: Buffer): string => {
@@ -108,62 +108,108 @@ async function* strictUtf8(input: AsyncIterable<Buffer | string>): AsyncGenerato
 
 /**
  * The line a CSV record starts on: the parser counts the line it ends on, which is later for a quoted
- * field that holds line breaks (its raw text holds them, and its own line ending if it has one).
+ * field that holds line breaks (its raw text holds them, and its own line ending if it has one). The raw
+ * text begins with the empty lines skipped before the record, which are not its own.
  */
 function startLine(endLine: number, raw: string): number {
-  const breaks = raw.split('\n').length - 1;
+  const breaks = raw.replace(/^\n+/, '').split('\n').length - 1;
   return endLine - (raw.endsWith('\n') ? breaks - 1 : breaks);
 }
 
-/**
- * The text of a CSV file, with the separator its header uses: a semicolon when the header has one and
- * no comma (a spreadsheet's CSV where the comma is the decimal mark), else the comma.
- */
-async function withSeparator(text: AsyncIterable<string>): Promise<{ separator: ',' | ';'; text: AsyncIterable<string> }> {
+/** The first line of a text (without its line end), and the whole text again, the first line included. */
+export async function peekFirstLine(text: AsyncIterable<string>): Promise<{ line: string; text: AsyncIterable<string> }> {
   const iterator = text[Symbol.asyncIterator]();
   const read: string[] = [];
-  let header = '';
-  while (!header.includes('\n')) {
+  let start = '';
+  while (!start.includes('\n')) {
     const next = await iterator.next();
     if (next.done === true) break;
     read.push(next.value);
-    header += next.value;
+    start += next.value;
   }
-  const line = header.split('\n', 1)[0]!;
-  const separator = line.includes(';') && !line.includes(',') ? ';' : ',';
   async function* again(): AsyncGenerator<string> {
     yield* read;
     for (let next = await iterator.next(); next.done !== true; next = await iterator.next()) yield next.value;
   }
-  return { separator, text: again() };
+  return { line: start.split('\n', 1)[0]!.replace(/\r$/, ''), text: again() };
+}
+
+/**
+ * The text with each CRLF line end made LF. The CSV parser counts a CR and an LF inside a quoted field
+ * as two lines, so that in a CRLF file every row after a quoted line break was named a line too late.
+ * A field's CRLF becomes LF too: no product field may hold a line break, so only the message of a
+ * refused one changes.
+ */
+async function* crlfAsLf(text: AsyncIterable<string>): AsyncGenerator<string> {
+  let held = '';
+  for await (const chunk of text) {
+    const joined = held + chunk;
+    held = joined.endsWith('\r') ? '\r' : '';
+    const whole = held === '' ? joined : joined.slice(0, -1);
+    if (whole !== '') yield whole.replaceAll('\r\n', '\n');
+  }
+  if (held !== '') yield held;
+}
+
+/**
+ * Characters a CSV record may hold: a product's row is well under a thousand, and the parser's memory
+ * grew much faster than the record (a 50 MB name: 1.66 GB), so a longer one stops the file at once.
+ */
+const MAX_RECORD_CHARACTERS = 65_536;
+
+/** A CSV record: its fields as written, and the line of the file it starts on. */
+export interface CsvRecord {
+  readonly fields: string[];
+  readonly line: number;
+}
+
+/**
+ * The records of a CSV text, the header first, with the separator its header uses: a semicolon when
+ * the header has one and no comma (a spreadsheet's CSV where the comma is the decimal mark), else the
+ * comma. Fields may hold separators and line breaks inside quotes; empty lines are skipped.
+ *
+ * @throws UnreadableFileError, naming the line, when the quoting is broken or a record is too long.
+ */
+export async function csvRecords(input: AsyncIterable<string>): Promise<{ separator: ',' | ';'; records: AsyncGenerator<CsvRecord> }> {
+  const { line, text } = await peekFirstLine(crlfAsLf(input));
+  const separator = line.includes(';') && !line.includes(',') ? ';' : ',';
+  async function* records(): AsyncGenerator<CsvRecord> {
+    const source = Readable.from(text);
+    const parser = source.pipe(
+      parseCsv({ delimiter: separator, info: true, raw: true, bom: true, skip_empty_lines: true, relax_column_count: true, max_record_size: MAX_RECORD_CHARACTERS }),
+    );
+    // pipe() does not pass the source's errors on; the parser's iteration must end with them.
+    source.on('error', (error) => parser.destroy(error));
+    try {
+      for await (const { record, info, raw } of parser as AsyncIterable<{ record: string[]; info: { lines: number }; raw: string }>) {
+        yield { fields: record, line: startLine(info.lines, raw) };
+      }
+    } catch (error) {
+      if (!(error instanceof CsvError)) throw error;
+      const message = error.code === 'CSV_MAX_RECORD_SIZE' ? `a row is longer than ${MAX_RECORD_CHARACTERS.toLocaleString('en')} characters, far more than a product takes` : error.message;
+      throw new UnreadableFileError(`Line ${String(error['lines'])}: ${message}`);
+    }
+  }
+  return { separator, records: records() };
 }
 
 async function* csvRows(input: AsyncIterable<Buffer | string>): AsyncGenerator<SourceRow> {
-  const { separator, text } = await withSeparator(strictUtf8(input));
-  const source = Readable.from(text);
-  const parser = source.pipe(parseCsv({ delimiter: separator, info: true, raw: true, bom: true, skip_empty_lines: true, relax_column_count: true }));
-  // pipe() does not pass the source's errors on; the parser's iteration must end with them.
-  source.on('error', (error) => parser.destroy(error));
+  const { separator, records } = await csvRecords(strictUtf8(input));
   let header: string[] | undefined;
   let index = 0;
-  try {
-    for await (const { record, info, raw } of parser as AsyncIterable<{ record: string[]; info: { lines: number }; raw: string }>) {
-      if (header === undefined) {
-        header = checkHeader(record, separator);
-        continue;
-      }
-      index += 1;
-      const position = { index, at: `line ${startLine(info.lines, raw)}` };
-      if (record.length !== header.length) {
-        yield { ...position, problem: `Expected ${header.length} fields (${header.join(separator)}), found ${record.length}.` };
-        continue;
-      }
-      // The quote the export puts before a name a spreadsheet would run is not part of the name.
-      yield { ...position, fields: Object.fromEntries(header.map((column, i) => [column, column === 'name' ? nameFromSpreadsheet(record[i]!) : record[i]])) };
+  for await (const { fields, line } of records) {
+    if (header === undefined) {
+      header = checkHeader(fields, separator);
+      continue;
     }
-  } catch (error) {
-    if (error instanceof CsvError) throw new UnreadableFileError(`Line ${String(error['lines'])}: ${error.message}`);
-    throw error;
+    index += 1;
+    const position = { index, at: `line ${line}` };
+    if (fields.length !== header.length) {
+      yield { ...position, problem: `Expected ${header.length} fields (${header.join(separator)}), found ${fields.length}.` };
+      continue;
+    }
+    // The quote the export puts before a name a spreadsheet would run is not part of the name.
+    yield { ...position, fields: Object.fromEntries(header.map((column, i) => [column, column === 'name' ? nameFromSpreadsheet(fields[i]!) : fields[i]])) };
   }
   if (header === undefined) throw new UnreadableFileError(`The file is empty; the first line must be the header ${PRODUCT_FIELDS.join(',')}.`);
 }

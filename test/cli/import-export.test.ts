@@ -200,6 +200,26 @@ describe('npm run import, file formats', { timeout: 360_000 }, () => {
     assert.match(missing.stderr, /Cannot read \/nonexistent\/products.csv/);
   });
 
+  it('names each row by the line it starts on in a CRLF file whose quoted fields hold line breaks', async (t) => {
+    const { env, location } = await freshDatabase(t, testStore);
+    const file = tempFile(t, 'crlf.csv', `name,barcode,price\r\n"two\r\nlines",${uniqueBarcode()},1.00\r\n\r\n"three\r\nmore\r\nlines",${uniqueBarcode()},1.00\r\nbad,4006381333932,1.00\r\n`);
+    const result = await runCli('import', [file], env);
+    assert.equal(result.code, 1);
+    assert.deepEqual(result.stderr.trim().split('\n').map((line) => line.split(':')[0]), ['line 2', 'line 5', 'line 8', '3 rows are not valid; nothing was imported. Fix them, or pass --skip-invalid to import the valid rows only.']);
+    assert.equal(await count(location), 0);
+  });
+
+  it('stops at a row far longer than a product takes, before holding it, and imports nothing', async (t) => {
+    const { env, location } = await freshDatabase(t, testStore);
+    const file = tempFile(t, 'long.csv', `name,barcode,price\nFine,${uniqueBarcode()},1.00\n"${'x'.repeat(5_000_000)}",${uniqueBarcode()},1.00\n`);
+    assert.deepEqual(await runCli('import', [file], env), {
+      code: 1,
+      stdout: '',
+      stderr: `${file}: Line 3: a row is longer than 65,536 characters, far more than a product takes. Nothing was imported.\n`,
+    });
+    assert.equal(await count(location), 0);
+  });
+
   it('reads a CSV file separated by semicolons, as a spreadsheet writes it, told by its header', async (t) => {
     const { env } = await freshDatabase(t, testStore);
     const [a, b] = [uniqueBarcode(), uniqueBarcode()];

@@ -81,6 +81,22 @@ describeEachStore('catalogue remove', { timeout: 360_000 }, (ctx) => {
     for (const product of [upc, lines, fromCsv]) assert.equal((await send(`${url}/api/v1/shop/product/${product.pk}`)).status, 404);
   });
 
+  it('reads a CSV list as an import does: quoted line breaks (CRLF too) and semicolons, naming each row by the line it starts on', async (t) => {
+    const { url } = ctx.server;
+    const [tea, coffee, cocoa] = [await createProduct(url, { name: 'Tea' }), await createProduct(url, { name: 'Coffee' }), await createProduct(url, { name: 'Cocoa' })];
+    const unknown = uniqueBarcode();
+    // A name plain SQL stored with line breaks, as an export writes it.
+    const exported = `pk,name,barcode,price\r\n${tea.pk},"Tea\r\nin two lines",${tea.barcode},1.00\r\n${coffee.pk},"Coffee, ground",${coffee.barcode},2.00\r\n9,"Gone\nand gone",${unknown},3.00\r\n`;
+    assert.deepEqual(await remove(['--file', tempFile(t, 'export.csv', exported)]), {
+      code: 1,
+      stdout: '',
+      stderr: `line 5: no product has barcode ${unknown}.\n1 barcode is not valid or not in the catalogue; nothing was removed.\n`,
+    });
+    assert.deepEqual(await remove(['--file', tempFile(t, 'export.csv', exported.replace(/9,"Gone\nand gone",\d+,3.00\r\n$/, ''))]), { code: 0, stdout: '', stderr: 'Removed 2 products.\n' });
+    assert.deepEqual(await remove(['--file', tempFile(t, 'semicolons.csv', `name;barcode;price\n"Cocoa;\nfine";${cocoa.barcode};1,00\n`)]), { code: 0, stdout: '', stderr: 'Removed 1 product.\n' });
+    for (const product of [tea, coffee, cocoa]) assert.equal((await send(`${url}/api/v1/shop/product/${product.pk}`)).status, 404);
+  });
+
   it('answers a replayed Idempotency-Key of a removed product with 410, creating nothing', async () => {
     const { url } = ctx.server;
     const body = JSON.stringify({ name: 'Keyed', barcode: uniqueBarcode(), price: '1.00' });
