@@ -38,11 +38,16 @@ describe('the catalogue in Chromium', { skip: browserSkip }, () => {
       let server: RunningServer;
       let context: BrowserContext;
       const foreignRequests: string[] = [];
+      const pageFailures: string[] = [];
       const shot = (page: Page, name: string) => page.screenshot({ path: join(SCREENSHOTS, `${style.pagination}-${name}.png`), fullPage: true });
       const openPage = async (): Promise<Page> => {
         const page = await context.newPage();
         page.on('request', (request) => {
           if (!request.url().startsWith(server.url)) foreignRequests.push(request.url());
+        });
+        // The API's refusals are the page's to show; anything else the browser asks for must be there (an icon too).
+        page.on('response', (response) => {
+          if (response.status() >= 400 && !new URL(response.url()).pathname.startsWith('/api/')) pageFailures.push(`${response.status()} ${response.url()}`);
         });
         await page.goto(`${server.url}/`);
         await page.locator('#products tbody tr').first().waitFor();
@@ -62,6 +67,7 @@ describe('the catalogue in Chromium', { skip: browserSkip }, () => {
       });
       // Checked after every test of the page, whichever of them run.
       after(() => assert.deepEqual(foreignRequests, [], 'requests to another origin'));
+      after(() => assert.deepEqual(pageFailures, [], 'requests of the page refused'));
 
       test('shows the first page, the count and where it is', async () => {
         const page = await openPage();
@@ -69,6 +75,8 @@ describe('the catalogue in Chromium', { skip: browserSkip }, () => {
         assert.equal(await page.locator('#count').textContent(), `${style.seeded} products`);
         assert.equal(await page.locator('#page-indicator').textContent(), `Page 1 of ${lastPages} · 1–${style.pageSize} of ${style.seeded}`);
         assert.equal(await page.locator('#previous').isDisabled(), true);
+        // Its icon is in the page, so that a browser asks for no /favicon.ico (a 404 in its console).
+        assert.match(await page.locator('link[rel=icon]').getAttribute('href') ?? '', /^data:image\/svg\+xml,/);
         await shot(page, '1-first-page');
         await page.close();
       });
