@@ -116,7 +116,7 @@ export function parseJsonBody(raw: Buffer): unknown {
     return parseJsonKeepingNumbers(text);
   } catch (error) {
     // A RangeError is a stack overflow from absurd nesting: still the client's malformed body.
-    const reason = error instanceof SyntaxError ? `: ${error.message}` : '';
+    const reason = error instanceof SyntaxError ? `: ${error.message}` : ': it is nested too deep to read (a product is one object of strings and numbers)';
     throw new HttpProblem(400, `The body is not valid JSON${reason}.`);
   }
 }
