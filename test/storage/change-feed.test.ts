@@ -250,6 +250,30 @@ describeEachStore('a catalogue whose products plain SQL moved to other pks befor
   });
 });
 
+describeEachStore('migration 0017 undone and done again', { env: false }, (ctx) => {
+  it('leaves the triggers of 0016, then tells a moved pk again', async (t) => {
+    const { location, drop } = await ctx.testStore.create();
+    t.after(drop);
+    await (await openStore(location)).close();
+    const dialect = openDialect(location, { poolMax: 1 }, 'migrate');
+    try {
+      await migrateUpTo(dialect, '0016_search_column');
+    } finally {
+      await dialect.close();
+    }
+    const store = await openStore(location);
+    t.after(() => store.close());
+    const product = await store.createProduct(newProduct('Papaya'));
+    await outsideSql(location, `UPDATE product SET ${location.kind === 'postgres' ? 'pk = DEFAULT' : 'pk = pk + 100'} WHERE pk = ${product.pk}`);
+    const [moved] = await store.listFilteredAfter({ barcode: product.barcode }, 0, 10);
+    assert.deepEqual((await changesSince(store, 1)).changes, [
+      { version: 2, pk: product.pk, product: undefined },
+      { version: 3, pk: moved!.pk, product: moved },
+    ]);
+    assert.deepEqual((await store.readFilteredPage({ search: 'papaya' }, 0, 10, 1000)).products, [moved]);
+  });
+});
+
 describeEachStore('versions under concurrent writers', { env: false, stores: [postgres] }, (ctx) => {
   const freshStore = (t: TestContext) => freshStoreWithLocation(ctx.testStore, t);
   it('makes a writer wait for the transaction that drew versions before it, so versions follow commit order', async (t) => {
