@@ -1,9 +1,9 @@
 import { createReadStream } from 'node:fs';
-import { createInterface } from 'node:readline';
-import { Readable } from 'node:stream';
 import { readScannedBarcode } from '../catalogue/search.js';
 import { errorCode } from '../error-details.js';
-import { csvRecords, peekFirstLine, strictUtf8, UnreadableFileError } from './product-rows.js';
+import { csvRecords, lineEndsAsLf, peekFirstLine, shown, textLines } from './csv-records.js';
+import { strictUtf8 } from './product-rows.js';
+import { UnreadableFileError } from './unreadable-file.js';
 
 /**
  * One barcode of a list: where it was given (`at`, and `index`, its place among the list's items), and
@@ -15,16 +15,17 @@ export type ListedBarcode = { readonly index: number; readonly at: string } & ({
  * Reads a list of barcodes from a file, streaming: a CSV file whose header names a `barcode` column
  * (other columns, as an export has, are left alone; fields read as an import reads them, quoted line
  * breaks included), or plain text with one barcode per line. Which one the first line tells: a header
- * holds a comma, a semicolon or the word `barcode`. Empty lines are skipped; a 12-digit UPC-A stands for
- * its EAN-13, as when a till scans it.
+ * holds a comma, a semicolon or the word `barcode` (any case, quoted or not). Empty lines are skipped; a
+ * 12-digit UPC-A stands for its EAN-13, as when a till scans it.
  *
- * @throws UnreadableFileError when the file cannot be read, is not UTF-8, or a CSV header has no `barcode` column.
+ * @throws UnreadableFileError when the file cannot be read, is not UTF-8, holds a line far too long, or a
+ *   CSV header has no `barcode` column.
  */
 export async function* readBarcodeFile(path: string): AsyncGenerator<ListedBarcode> {
   try {
-    const { line, text } = await peekFirstLine(strictUtf8(createReadStream(path)));
-    const first = line.replace(/^\uFEFF/, '');
-    yield* /[,;]/.test(first) || first.trim().toLowerCase() === 'barcode' ? csvBarcodes(text) : lineBarcodes(text);
+    const { line, text } = await peekFirstLine(lineEndsAsLf(strictUtf8(createReadStream(path))));
+    const first = line.replace(/^\uFEFF/, '').trim();
+    yield* /[,;]/.test(first) || /^"?barcode"?$/i.test(first) ? csvBarcodes(text) : lineBarcodes(text);
   } catch (error) {
     const code = errorCode(error);
     if (typeof code === 'string' && code.startsWith('E') && error instanceof Error) throw new UnreadableFileError(`Cannot read ${path}: ${error.message}`);
@@ -32,33 +33,33 @@ export async function* readBarcodeFile(path: string): AsyncGenerator<ListedBarco
   }
 }
 
-/** The barcodes of a CSV file's `barcode` column. */
+/** The barcodes of a CSV file's `barcode` column; a row of another number of fields than the header is a bad one, as for an import. */
 async function* csvBarcodes(text: AsyncIterable<string>): AsyncGenerator<ListedBarcode> {
   const { separator, records } = await csvRecords(text);
-  let column: number | undefined;
+  let header: string[] | undefined;
+  let column = -1;
   let index = 0;
   for await (const { fields, line } of records) {
-    if (column === undefined) {
-      column = fields.map((name) => name.trim().toLowerCase()).indexOf('barcode');
-      if (column < 0) throw new UnreadableFileError(`Line 1: a CSV file needs a barcode column; found ${fields.join(separator)}.`);
+    if (header === undefined) {
+      header = fields.map((name) => name.trim().toLowerCase());
+      column = header.indexOf('barcode');
+      if (column < 0) throw new UnreadableFileError(`Line 1: a CSV file needs a barcode column; found ${shown(fields.join(separator))}.`);
       continue;
     }
     index += 1;
-    yield listed(fields[column] ?? '', index, `line ${line}`);
+    if (fields.length !== header.length) yield { index, at: `line ${line}`, problem: `Expected ${header.length} fields (${shown(header.join(separator))}), found ${fields.length}.` };
+    else yield listed(fields[column]!, index, `line ${line}`);
   }
 }
 
 /** The barcodes of a plain list, one a line. */
 async function* lineBarcodes(text: AsyncIterable<string>): AsyncGenerator<ListedBarcode> {
-  const lines = createInterface({ input: Readable.from(text), crlfDelay: Number.POSITIVE_INFINITY });
-  let lineNumber = 0;
   let index = 0;
-  for await (const raw of lines) {
-    lineNumber += 1;
-    const line = lineNumber === 1 ? raw.replace(/^\uFEFF/, '') : raw;
-    if (line.trim() === '') continue;
+  for await (const { text: raw, line } of textLines(text)) {
+    const value = line === 1 ? raw.replace(/^\uFEFF/, '') : raw;
+    if (value.trim() === '') continue;
     index += 1;
-    yield listed(line, index, `line ${lineNumber}`);
+    yield listed(value, index, `line ${line}`);
   }
 }
 

@@ -7,7 +7,8 @@ import { SchemaNotCurrentError } from '../storage/migrations.js';
 import { openStore } from '../storage/open-store.js';
 import type { CatalogueStore } from '../storage/store.js';
 import { StoppedBySignal } from './bulk-progress.js';
-import { formatOfPath, UnreadableFileError, type FileFormat } from './product-rows.js';
+import { formatOfPath, type FileFormat } from './product-rows.js';
+import { UnreadableFileError } from './unreadable-file.js';
 
 /** How long a command's write waits for the catalogue's write lock, at the least. */
 const COMMAND_WRITE_WAIT_MS = 60_000;

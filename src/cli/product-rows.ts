@@ -1,12 +1,12 @@
 import { createReadStream } from 'node:fs';
 import { extname } from 'node:path';
-import { Readable } from 'node:stream';
-import { CsvError, parse as parseCsv } from 'csv-parse';
 import { JsonNumber } from '../catalogue/json-number.js';
 import { parseJsonKeepingNumbers } from '../catalogue/parse-json.js';
 import { errorCode } from '../error-details.js';
 import { PRODUCT_FIELDS } from '../catalogue/product.js';
 import { nameFromSpreadsheet } from './spreadsheet-names.js';
+import { csvRecords, shown } from './csv-records.js';
+import { UnreadableFileError } from './unreadable-file.js';
 
 export type FileFormat = 'csv' | 'json';
 
@@ -24,13 +24,6 @@ export interface RowPosition {
 /** One product of a file, by its position: its fields, or why it cannot even be read. */
 export type SourceRow = RowPosition & ({ readonly fields: Readonly<Record<string, unknown>> } | { readonly problem: string });
 
-/** The file as a whole cannot be read (wrong header, broken quoting, not a JSON array, not UTF-8). */
-export class UnreadableFileError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'UnreadableFileError';
-  }
-}
 
 /** The format a file name implies: `.json` is JSON, anything else CSV. */
 export function formatOfPath(path: string): FileFormat {
@@ -99,98 +92,11 @@ export async function* strictUtf8(input: AsyncIterable<Buffer | string>): AsyncG
   };
   for await (const chunk of input) {
     const text = decode(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
-    for (const ch of text) if (ch === '\n') line += 1;
+    for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) line += 1;
     yield text;
   }
   const rest = decode();
   if (rest !== '') yield rest;
-}
-
-/**
- * The line a CSV record starts on: the parser counts the line it ends on, which is later for a quoted
- * field that holds line breaks (its raw text holds them, and its own line ending if it has one). The raw
- * text begins with the empty lines skipped before the record, which are not its own.
- */
-function startLine(endLine: number, raw: string): number {
-  const breaks = raw.replace(/^\n+/, '').split('\n').length - 1;
-  return endLine - (raw.endsWith('\n') ? breaks - 1 : breaks);
-}
-
-/** The first line of a text (without its line end), and the whole text again, the first line included. */
-export async function peekFirstLine(text: AsyncIterable<string>): Promise<{ line: string; text: AsyncIterable<string> }> {
-  const iterator = text[Symbol.asyncIterator]();
-  const read: string[] = [];
-  let start = '';
-  while (!start.includes('\n')) {
-    const next = await iterator.next();
-    if (next.done === true) break;
-    read.push(next.value);
-    start += next.value;
-  }
-  async function* again(): AsyncGenerator<string> {
-    yield* read;
-    for (let next = await iterator.next(); next.done !== true; next = await iterator.next()) yield next.value;
-  }
-  return { line: start.split('\n', 1)[0]!.replace(/\r$/, ''), text: again() };
-}
-
-/**
- * The text with each CRLF line end made LF. The CSV parser counts a CR and an LF inside a quoted field
- * as two lines, so that in a CRLF file every row after a quoted line break was named a line too late.
- * A field's CRLF becomes LF too: no product field may hold a line break, so only the message of a
- * refused one changes.
- */
-async function* crlfAsLf(text: AsyncIterable<string>): AsyncGenerator<string> {
-  let held = '';
-  for await (const chunk of text) {
-    const joined = held + chunk;
-    held = joined.endsWith('\r') ? '\r' : '';
-    const whole = held === '' ? joined : joined.slice(0, -1);
-    if (whole !== '') yield whole.replaceAll('\r\n', '\n');
-  }
-  if (held !== '') yield held;
-}
-
-/**
- * Characters a CSV record may hold: a product's row is well under a thousand, and the parser's memory
- * grew much faster than the record (a 50 MB name: 1.66 GB), so a longer one stops the file at once.
- */
-const MAX_RECORD_CHARACTERS = 65_536;
-
-/** A CSV record: its fields as written, and the line of the file it starts on. */
-export interface CsvRecord {
-  readonly fields: string[];
-  readonly line: number;
-}
-
-/**
- * The records of a CSV text, the header first, with the separator its header uses: a semicolon when
- * the header has one and no comma (a spreadsheet's CSV where the comma is the decimal mark), else the
- * comma. Fields may hold separators and line breaks inside quotes; empty lines are skipped.
- *
- * @throws UnreadableFileError, naming the line, when the quoting is broken or a record is too long.
- */
-export async function csvRecords(input: AsyncIterable<string>): Promise<{ separator: ',' | ';'; records: AsyncGenerator<CsvRecord> }> {
-  const { line, text } = await peekFirstLine(crlfAsLf(input));
-  const separator = line.includes(';') && !line.includes(',') ? ';' : ',';
-  async function* records(): AsyncGenerator<CsvRecord> {
-    const source = Readable.from(text);
-    const parser = source.pipe(
-      parseCsv({ delimiter: separator, info: true, raw: true, bom: true, skip_empty_lines: true, relax_column_count: true, max_record_size: MAX_RECORD_CHARACTERS }),
-    );
-    // pipe() does not pass the source's errors on; the parser's iteration must end with them.
-    source.on('error', (error) => parser.destroy(error));
-    try {
-      for await (const { record, info, raw } of parser as AsyncIterable<{ record: string[]; info: { lines: number }; raw: string }>) {
-        yield { fields: record, line: startLine(info.lines, raw) };
-      }
-    } catch (error) {
-      if (!(error instanceof CsvError)) throw error;
-      const message = error.code === 'CSV_MAX_RECORD_SIZE' ? `a row is longer than ${MAX_RECORD_CHARACTERS.toLocaleString('en')} characters, far more than a product takes` : error.message;
-      throw new UnreadableFileError(`Line ${String(error['lines'])}: ${message}`);
-    }
-  }
-  return { separator, records: records() };
 }
 
 async function* csvRows(input: AsyncIterable<Buffer | string>): AsyncGenerator<SourceRow> {
@@ -221,7 +127,7 @@ function checkHeader(record: string[], separator: string): string[] {
   const missing = expected.filter((column) => !columns.includes(column));
   if (unknown.length > 0 || missing.length > 0 || new Set(columns).size !== columns.length) {
     throw new UnreadableFileError(
-      `Line 1: the header must name the columns ${expected.join(',')} once each (any order, ${PK_COLUMN} too), separated by commas or semicolons; found ${record.join(separator)}.`,
+      `Line 1: the header must name the columns ${expected.join(',')} once each (any order, ${PK_COLUMN} too), separated by commas or semicolons; found ${shown(record.join(separator))}.`,
     );
   }
   return columns;

@@ -4,7 +4,7 @@ import type { CatalogueStore } from '../storage/store.js';
 import { barcodeArguments, readBarcodeFile, type ListedBarcode } from './barcode-list.js';
 import { bulkProgress, bulkWait, StoppedBySignal, waitedFor } from './bulk-progress.js';
 import { CommandFailure, EXIT, openConfiguredStore, readArguments, readWaitSeconds, UsageError, type Command } from './command-line.js';
-import { UnreadableFileError } from './product-rows.js';
+import { UnreadableFileError } from './unreadable-file.js';
 
 /** Barcodes checked against the catalogue, and removed, at a time. */
 const BATCH = 1_000;
@@ -61,7 +61,7 @@ bulk write under way, or still under way after --wait=SECONDS, a database error)
     } catch (error) {
       if (error instanceof CommandFailure) throw error;
       if (error instanceof StoppedBySignal) throw new CommandFailure(`${error.message}; what was written is undone: nothing was removed.`);
-      if (error instanceof UnreadableFileError) throw new CommandFailure(`${error.message.replace(/([^.])$/, '$1.')} Nothing was removed.`);
+      if (error instanceof UnreadableFileError) throw new CommandFailure(`${String(file)}: ${error.message.replace(/([^.])$/, '$1.')} Nothing was removed.`);
       if (error instanceof UnknownBarcodesError) throw new CommandFailure(`${error.message} They were removed by another writer meanwhile; nothing was removed.`);
       if (error instanceof BulkWriteRunningError) throw new CommandFailure(`${error.message}${waitedFor(waitSeconds)} Nothing was removed.`);
       throw new CommandFailure(`Removal failed; nothing was removed: ${errorMessage(error)}`);

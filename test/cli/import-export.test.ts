@@ -202,10 +202,11 @@ describe('npm run import, file formats', { timeout: 360_000 }, () => {
 
   it('names each row by the line it starts on in a CRLF file whose quoted fields hold line breaks', async (t) => {
     const { env, location } = await freshDatabase(t, testStore);
-    const file = tempFile(t, 'crlf.csv', `name,barcode,price\r\n"two\r\nlines",${uniqueBarcode()},1.00\r\n\r\n"three\r\nmore\r\nlines",${uniqueBarcode()},1.00\r\nbad,4006381333932,1.00\r\n`);
+    // A CR alone ends a line too, as an editor shows it; the file mixes all three.
+    const file = tempFile(t, 'crlf.csv', `name,barcode,price\r\n"two\r\nlines",${uniqueBarcode()},1.00\r\n\r\n"three\r\nmore\rlines",${uniqueBarcode()},1.00\r\nbad,4006381333932,1.00\rworse,4006381333932\n`);
     const result = await runCli('import', [file], env);
     assert.equal(result.code, 1);
-    assert.deepEqual(result.stderr.trim().split('\n').map((line) => line.split(':')[0]), ['line 2', 'line 5', 'line 8', '3 rows are not valid; nothing was imported. Fix them, or pass --skip-invalid to import the valid rows only.']);
+    assert.deepEqual(result.stderr.trim().split('\n').map((line) => line.split(':')[0]), ['line 2', 'line 5', 'line 8', 'line 9', '4 rows are not valid; nothing was imported. Fix them, or pass --skip-invalid to import the valid rows only.']);
     assert.equal(await count(location), 0);
   });
 
@@ -217,6 +218,12 @@ describe('npm run import, file formats', { timeout: 360_000 }, () => {
       stdout: '',
       stderr: `${file}: Line 3: a row is longer than 65,536 characters, far more than a product takes. Nothing was imported.\n`,
     });
+    // A file of one line without quotes or a line end: stopped before its end is looked for.
+    const oneLine = tempFile(t, 'one-line.csv', 'x'.repeat(5_000_000));
+    assert.equal((await runCli('import', [oneLine], env)).stderr, `${oneLine}: Line 1: a row is longer than 65,536 characters, far more than a product takes. Nothing was imported.\n`);
+    // A header of many columns is shown cut, not whole.
+    const wide = await runCli('import', [tempFile(t, 'wide.csv', `name,barcode,price${',x'.repeat(20_000)}\n`)], env);
+    assert.match(wide.stderr, /found name,barcode,price,x,x.{0,400}…\. Nothing was imported\.\n$/);
     assert.equal(await count(location), 0);
   });
 

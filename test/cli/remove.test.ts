@@ -97,6 +97,28 @@ describeEachStore('catalogue remove', { timeout: 360_000 }, (ctx) => {
     for (const product of [tea, coffee, cocoa]) assert.equal((await send(`${url}/api/v1/shop/product/${product.pk}`)).status, 404);
   });
 
+  it('refuses a CSV row of another number of fields than the header, finds a header in any case or quoted, and stops at a line far too long', async (t) => {
+    const { url } = ctx.server;
+    const [first, second] = [await createProduct(url, { name: 'First' }), await createProduct(url, { name: 'Second' })];
+    assert.deepEqual(await remove(['--file', tempFile(t, 'extra.csv', `barcode\n${first.barcode},${second.barcode}\n`)]), {
+      code: 1,
+      stdout: '',
+      stderr: 'line 2: Expected 1 fields (barcode), found 2.\n1 barcode is not valid or not in the catalogue; nothing was removed.\n',
+    });
+    const tooLong = 'a row is longer than 65,536 characters, far more than a product takes. Nothing was removed.\n';
+    for (const [name, content, line] of [
+      ['one-line.txt', '8'.repeat(5_000_000), 1],
+      ['second-line.txt', `${first.barcode}\n${'8'.repeat(5_000_000)}`, 2],
+      ['second-line.csv', `barcode\n${first.barcode}\n${'8'.repeat(5_000_000)}`, 3],
+    ] as const) {
+      const file = tempFile(t, name, content);
+      assert.deepEqual(await remove(['--file', file]), { code: 1, stdout: '', stderr: `${file}: Line ${line}: ${tooLong}` });
+    }
+    assert.equal((await send(`${url}/api/v1/shop/product/${first.pk}`)).status, 200);
+    // Old Macs end lines with a CR alone; a spreadsheet may quote its header.
+    assert.deepEqual(await remove(['--file', tempFile(t, 'cr.csv', `"Barcode"\r"${first.barcode}"\r${second.barcode}\r`)]), { code: 0, stdout: '', stderr: 'Removed 2 products.\n' });
+  });
+
   it('answers a replayed Idempotency-Key of a removed product with 410, creating nothing', async () => {
     const { url } = ctx.server;
     const body = JSON.stringify({ name: 'Keyed', barcode: uniqueBarcode(), price: '1.00' });
