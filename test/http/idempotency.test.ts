@@ -4,6 +4,7 @@ import { describeEachStore } from '../helpers/each-store.js';
 import { postJson, type RawResponse } from '../helpers/http.js';
 import { listAll, uniqueBarcode } from '../helpers/products.js';
 import { startServer } from '../helpers/server.js';
+import { outsideSql } from '../helpers/outside-sql.js';
 
 describeEachStore('Idempotency-Key on create', (ctx) => {
   let n = 0;
@@ -29,6 +30,24 @@ describeEachStore('Idempotency-Key on create', (ctx) => {
     assert.deepEqual(again.json, first.json);
     assert.equal(again.headers.location, first.headers.location);
     assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal((await listAll(ctx.server.url)).length, count);
+  });
+
+  it('answers 410 to a replay whose product plain SQL moved away and put another under its pk, creating nothing', async () => {
+    const key = newKey();
+    const body = { name: 'Moved tea', barcode: uniqueBarcode(), price: '4.20' };
+    const { pk } = (await post(body, key)).json as { pk: number };
+    const { location } = ctx.server;
+    await outsideSql(location, `UPDATE product SET pk = ${location.kind === 'postgres' ? 'DEFAULT' : 'pk + 1000'} WHERE pk = ${pk}`);
+    const insert = location.kind === 'postgres' ? 'INSERT INTO product (pk, name, barcode, price_cents) OVERRIDING SYSTEM VALUE' : 'INSERT INTO product (pk, name, barcode, price_cents)';
+    await outsideSql(location, `${insert} VALUES (${pk}, 'In its place', $1, 100)`, [uniqueBarcode()]);
+    const count = (await listAll(ctx.server.url)).length;
+    const again = await post(body, key);
+    assert.equal(again.status, 410);
+    assert.equal(
+      (again.json as { detail: string }).detail,
+      `The product this Idempotency-Key created (pk ${pk}) is no longer in the catalogue: another product is under its pk since (a restored backup, or plain SQL that moved products). It is not created again.`,
+    );
     assert.equal((await listAll(ctx.server.url)).length, count);
   });
 

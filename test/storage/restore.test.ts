@@ -132,7 +132,7 @@ describeEachStore('restoreProducts', { env: false, stores: CONTRACT_STORES }, (c
         type: 'about:blank',
         title: 'Gone',
         status: 410,
-        detail: `The product this Idempotency-Key created (pk ${pk}) is no longer in the catalogue: a restored backup put another product under its pk since. It is not created again.`,
+        detail: `The product this Idempotency-Key created (pk ${pk}) is no longer in the catalogue: another product is under its pk since (a restored backup, or plain SQL that moved products). It is not created again.`,
         errors: { 'Idempotency-Key': ['Its product is no longer in the catalogue.'] },
       },
     ]);

@@ -60,7 +60,7 @@ function replay(earlier: KeyedCreation, fingerprint: string, requested: NewProdu
     });
   }
   if (earlier.product.barcode !== requested.barcode) {
-    throw new HttpProblem(410, `The product this Idempotency-Key created (pk ${earlier.pk}) is no longer in the catalogue: a restored backup put another product under its pk since. It is not created again.`, {
+    throw new HttpProblem(410, `The product this Idempotency-Key created (pk ${earlier.pk}) is no longer in the catalogue: another product is under its pk since (a restored backup, or plain SQL that moved products). It is not created again.`, {
       errors: { 'Idempotency-Key': ['Its product is no longer in the catalogue.'] },
     });
   }
