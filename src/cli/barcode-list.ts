@@ -25,7 +25,7 @@ export async function* readBarcodeFile(path: string): AsyncGenerator<ListedBarco
   try {
     const { line, text } = await peekFirstLine(lineEndsAsLf(strictUtf8(createReadStream(path))));
     const first = line.replace(/^\uFEFF/, '').trim();
-    yield* /[,;]/.test(first) || /^"?barcode"?$/i.test(first) ? csvBarcodes(text) : lineBarcodes(text);
+    yield* /[,;]/.test(first) || /^"?\s*barcode\s*"?$/i.test(first) ? csvBarcodes(text) : lineBarcodes(text);
   } catch (error) {
     const code = errorCode(error);
     if (typeof code === 'string' && code.startsWith('E') && error instanceof Error) throw new UnreadableFileError(`Cannot read ${path}: ${error.message}`);
@@ -43,7 +43,9 @@ async function* csvBarcodes(text: AsyncIterable<string>): AsyncGenerator<ListedB
     if (header === undefined) {
       header = fields.map((name) => name.trim().toLowerCase());
       column = header.indexOf('barcode');
-      if (column < 0) throw new UnreadableFileError(`Line 1: a CSV file needs a barcode column; found ${shown(fields.join(separator))}.`);
+      if (column < 0 || header.lastIndexOf('barcode') !== column) {
+        throw new UnreadableFileError(`Line 1: a CSV file needs one barcode column; found ${shown(fields.join(separator))}.`);
+      }
       continue;
     }
     index += 1;

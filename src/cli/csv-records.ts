@@ -3,15 +3,16 @@ import { CsvError, parse as parseCsv } from 'csv-parse';
 import { UnreadableFileError } from './unreadable-file.js';
 
 /**
- * Characters a line (or a CSV record) of a file of products or barcodes may hold: a product's row is well
- * under a thousand. A longer one stops the file at once, before it is held: the CSV parser's memory grew
- * much faster than the record (a 50 MB name: 1.66 GB), and looking for the end of a 50 MB first line took
- * two minutes.
+ * Bytes (UTF-8) a line, a CSV record or a JSON item of a file of products or barcodes may hold: a
+ * product's row is well under 1 KiB. A longer one stops the file at once, before it is held: the CSV
+ * parser's memory grew much faster than the record (a 50 MB name: 1.66 GB; a 30 MB JSON item: 1.35 GB),
+ * and looking for the end of a 50 MB first line took two minutes.
  */
-export const MAX_LINE_CHARACTERS = 65_536;
+export const MAX_LINE_BYTES = 65_536;
 
-function tooLong(line: number): UnreadableFileError {
-  return new UnreadableFileError(`Line ${line}: a row is longer than ${MAX_LINE_CHARACTERS.toLocaleString('en')} characters, far more than a product takes`);
+/** The refusal of a line, record or item past MAX_LINE_BYTES, named by where it starts. */
+export function tooLong(at: string): UnreadableFileError {
+  return new UnreadableFileError(`${at}: a row is longer than 64 KiB (${MAX_LINE_BYTES.toLocaleString('en')} bytes), far more than a product takes`);
 }
 
 /** A text of the file shown in a message, cut where it would flood the terminal. */
@@ -39,7 +40,7 @@ export async function* lineEndsAsLf(text: AsyncIterable<string>): AsyncGenerator
 
 /**
  * The first line of a text (without its line end), and the whole text again, the first line included.
- * @throws UnreadableFileError when the first line is longer than MAX_LINE_CHARACTERS.
+ * @throws UnreadableFileError when the first line is longer than MAX_LINE_BYTES (counted in characters, which are never more).
  */
 export async function peekFirstLine(text: AsyncIterable<string>): Promise<{ line: string; text: AsyncIterable<string> }> {
   const iterator = text[Symbol.asyncIterator]();
@@ -55,7 +56,7 @@ export async function peekFirstLine(text: AsyncIterable<string>): Promise<{ line
     read.push(next.value);
     const end = next.value.indexOf('\n');
     if (end !== -1) line = read.slice(0, -1).join('') + next.value.slice(0, end);
-    else if ((length += next.value.length) > MAX_LINE_CHARACTERS) throw tooLong(1);
+    else if ((length += next.value.length) > MAX_LINE_BYTES) throw tooLong('Line 1');
   }
   async function* again(): AsyncGenerator<string> {
     yield* read;
@@ -66,21 +67,27 @@ export async function peekFirstLine(text: AsyncIterable<string>): Promise<{ line
 
 /**
  * The lines of an LF text (`lineEndsAsLf`), numbered from 1.
- * @throws UnreadableFileError when a line is longer than MAX_LINE_CHARACTERS, before it is held.
+ * @throws UnreadableFileError when a line is longer than MAX_LINE_BYTES, before more of it is held.
  */
 export async function* textLines(text: AsyncIterable<string>): AsyncGenerator<{ text: string; line: number }> {
   let partial = '';
+  let partialBytes = 0;
   let line = 0;
   for await (const chunk of text) {
     let start = 0;
     for (let end = chunk.indexOf('\n'); end !== -1; end = chunk.indexOf('\n', start)) {
+      const piece = chunk.slice(start, end);
+      if (partialBytes + Buffer.byteLength(piece) > MAX_LINE_BYTES) throw tooLong(`Line ${line + 1}`);
       line += 1;
-      yield { text: partial + chunk.slice(start, end), line };
+      yield { text: partial + piece, line };
       partial = '';
+      partialBytes = 0;
       start = end + 1;
     }
-    partial += chunk.slice(start);
-    if (partial.length > MAX_LINE_CHARACTERS) throw tooLong(line + 1);
+    const rest = chunk.slice(start);
+    partial += rest;
+    partialBytes += Buffer.byteLength(rest);
+    if (partialBytes > MAX_LINE_BYTES) throw tooLong(`Line ${line + 1}`);
   }
   if (partial !== '') yield { text: partial, line: line + 1 };
 }
@@ -94,6 +101,12 @@ function startLine(endLine: number, raw: string): number {
   const breaks = raw.replace(/^\n+/, '').split('\n').length - 1;
   return endLine - (raw.endsWith('\n') ? breaks - 1 : breaks);
 }
+
+/** What the CSV parser's refusals mean, in an operator's words; others keep the parser's. */
+const PARSER_PROBLEMS: Readonly<Record<string, string>> = {
+  CSV_QUOTE_NOT_CLOSED: 'the row that starts here opens a quote that is not closed before the end of the file',
+  CSV_INVALID_CLOSING_QUOTE: 'a quoted field of the row that starts here has more after its closing quote (a quote inside a quoted field is written twice: "")',
+};
 
 /** A CSV record: its fields as written, and the line of the file it starts on. */
 export interface CsvRecord {
@@ -114,18 +127,25 @@ export async function csvRecords(input: AsyncIterable<string>): Promise<{ separa
   async function* records(): AsyncGenerator<CsvRecord> {
     const source = Readable.from(text);
     const parser = source.pipe(
-      parseCsv({ delimiter: separator, info: true, raw: true, bom: true, skip_empty_lines: true, relax_column_count: true, max_record_size: MAX_LINE_CHARACTERS }),
+      parseCsv({ delimiter: separator, info: true, raw: true, bom: true, skip_empty_lines: true, relax_column_count: true, max_record_size: MAX_LINE_BYTES }),
     );
     // pipe() does not pass the source's errors on; the parser's iteration must end with them.
     source.on('error', (error) => parser.destroy(error));
+    // Where the last record ended, and the empty lines skipped by then: a record the parser refuses
+    // starts after both, where the parser names the line it had reached.
+    let endLine = 0;
+    let emptyLines = 0;
     try {
-      for await (const { record, info, raw } of parser as AsyncIterable<{ record: string[]; info: { lines: number }; raw: string }>) {
+      for await (const { record, info, raw } of parser as AsyncIterable<{ record: string[]; info: { lines: number; empty_lines: number }; raw: string }>) {
+        endLine = info.lines;
+        emptyLines = info.empty_lines;
         yield { fields: record, line: startLine(info.lines, raw) };
       }
     } catch (error) {
       if (!(error instanceof CsvError)) throw error;
-      if (error.code === 'CSV_MAX_RECORD_SIZE') throw tooLong(Number(error['lines']));
-      throw new UnreadableFileError(`Line ${String(error['lines'])}: ${error.message}`);
+      const at = `Line ${endLine + 1 + Number(error['empty_lines'] ?? emptyLines) - emptyLines}`;
+      if (error.code === 'CSV_MAX_RECORD_SIZE') throw tooLong(at);
+      throw new UnreadableFileError(`${at}: ${PARSER_PROBLEMS[error.code] ?? error.message}`);
     }
   }
   return { separator, records: records() };

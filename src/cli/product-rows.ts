@@ -5,7 +5,7 @@ import { parseJsonKeepingNumbers } from '../catalogue/parse-json.js';
 import { errorCode } from '../error-details.js';
 import { PRODUCT_FIELDS } from '../catalogue/product.js';
 import { nameFromSpreadsheet } from './spreadsheet-names.js';
-import { csvRecords, shown } from './csv-records.js';
+import { csvRecords, MAX_LINE_BYTES, shown, tooLong } from './csv-records.js';
 import { UnreadableFileError } from './unreadable-file.js';
 
 export type FileFormat = 'csv' | 'json';
@@ -59,40 +59,53 @@ export async function* readProductRows(path: string, format: FileFormat, onBytes
   }
 }
 
-/**
- * How many line ends a chunk holds before the line whose bytes are not UTF-8. A line end (0x0A) is
- * never part of a longer character, so the chunk's lines are checked one by one; the first may begin
- * with the rest of a character the previous chunk began, which is skipped.
- */
-function linesBeforeBadBytes(chunk: Buffer): number {
-  let start = 0;
-  while (start < Math.min(3, chunk.length) && (chunk[start]! & 0xc0) === 0x80) start += 1;
-  for (let lines = 0; ; lines += 1) {
-    const end = chunk.indexOf(0x0a, start);
-    try {
-      new TextDecoder('utf-8', { fatal: true }).decode(chunk.subarray(start, end === -1 ? chunk.length : end), { stream: end === -1 });
-    } catch {
-      return lines;
-    }
-    if (end === -1) return lines;
-    start = end + 1;
-  }
+/** Line ends in a text: LF, CRLF and a CR alone, each one (`afterCr`: the text before it ended with a CR). */
+function lineEnds(text: string, afterCr: boolean): number {
+  const ends = text.match(/\r\n|\r|\n/g)?.length ?? 0;
+  return afterCr && text.startsWith('\n') ? ends - 1 : ends;
 }
 
-/** The file's text, refusing bytes that are not UTF-8 instead of replacing them. */
+/**
+ * How many line ends a chunk holds before its first byte that is not UTF-8: the longest start of it that
+ * decodes, found by halving (only a file about to be refused pays for it). The chunk may begin with the
+ * rest of a character the previous chunk began, which is skipped.
+ */
+function linesBeforeBadBytes(chunk: Buffer, afterCr: boolean): number {
+  let start = 0;
+  while (start < Math.min(3, chunk.length) && (chunk[start]! & 0xc0) === 0x80) start += 1;
+  const decodes = (end: number): boolean => {
+    try {
+      new TextDecoder('utf-8', { fatal: true }).decode(chunk.subarray(start, end), { stream: true });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  let good = start;
+  for (let bad = chunk.length; bad - good > 1; ) {
+    const middle = Math.floor((good + bad) / 2);
+    if (decodes(middle)) good = middle;
+    else bad = middle;
+  }
+  return lineEnds(new TextDecoder('utf-8').decode(chunk.subarray(start, good)), afterCr);
+}
+
+/** The file's text, refusing bytes that are not UTF-8 instead of replacing them, naming their line. */
 export async function* strictUtf8(input: AsyncIterable<Buffer | string>): AsyncGenerator<string> {
   const utf8 = new TextDecoder('utf-8', { fatal: true });
   let line = 1;
+  let afterCr = false;
   const decode = (bytes?: Buffer): string => {
     try {
       return bytes === undefined ? utf8.decode() : utf8.decode(bytes, { stream: true });
     } catch {
-      throw new UnreadableFileError(`Line ${line + (bytes === undefined ? 0 : linesBeforeBadBytes(bytes))}: the file is not valid UTF-8.`);
+      throw new UnreadableFileError(`Line ${line + (bytes === undefined ? 0 : linesBeforeBadBytes(bytes, afterCr))}: the file is not valid UTF-8.`);
     }
   };
   for await (const chunk of input) {
     const text = decode(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
-    for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) line += 1;
+    line += lineEnds(text, afterCr);
+    if (text !== '') afterCr = text.endsWith('\r');
     yield text;
   }
   const rest = decode();
@@ -145,12 +158,22 @@ async function* jsonRows(input: AsyncIterable<Buffer | string>): AsyncGenerator<
   let inString = false;
   let escaped = false;
   let item = '';
+  let itemBytes = 0;
   let itemLine = 0;
   let index = 0;
+
+  /** Adds a character to the item, which may not grow past MAX_LINE_BYTES (as a CSV row). */
+  const take = (ch: string): void => {
+    item += ch;
+    const code = ch.charCodeAt(0);
+    itemBytes += ch.length === 2 ? 4 : code < 0x80 ? 1 : code < 0x800 ? 2 : 3;
+    if (itemBytes > MAX_LINE_BYTES) throw tooLong(`Line ${itemLine}, item ${index + 1}`);
+  };
 
   const finishItem = (): SourceRow | undefined => {
     const text = item.trim();
     item = '';
+    itemBytes = 0;
     if (text === '') return undefined;
     index += 1;
     return itemRow(text, { index, at: `line ${itemLine}, item ${index}` });
@@ -170,7 +193,7 @@ async function* jsonRows(input: AsyncIterable<Buffer | string>): AsyncGenerator<
         throw new UnreadableFileError(`Line ${line}: ${closed ? 'there is more after the closing ]' : 'a JSON file must hold one array of products, starting with ['}.`);
       }
       if (inString) {
-        item += ch;
+        take(ch);
         if (escaped) escaped = false;
         else if (ch === '\\') escaped = true;
         else if (ch === '"') inString = false;
@@ -192,7 +215,7 @@ async function* jsonRows(input: AsyncIterable<Buffer | string>): AsyncGenerator<
         continue;
       }
       if (item === '') itemLine = line;
-      item += ch;
+      take(ch);
       if (ch === '\n') line += 1;
       else if (ch === '"') inString = true;
       else if (ch === '{' || ch === '[') depth += 1;

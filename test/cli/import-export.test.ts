@@ -210,17 +210,40 @@ describe('npm run import, file formats', { timeout: 360_000 }, () => {
     assert.equal(await count(location), 0);
   });
 
+  it('names the line a bad byte or an unclosed quote is on, whatever ends the lines', async (t) => {
+    const { env, location } = await freshDatabase(t, testStore);
+    const barcodes = [uniqueBarcode(), uniqueBarcode(), uniqueBarcode()];
+    for (const end of ['\r', '\r\n', '\n']) {
+      const latin1 = tempFile(t, 'latin1.csv', '');
+      writeFileSync(latin1, Buffer.concat([Buffer.from(`name,barcode,price${end}A,${barcodes[0]},1${end}B,${barcodes[1]},1${end}caf`), Buffer.from([0xe9]), Buffer.from(`,${barcodes[2]},1${end}`)]));
+      assert.equal((await runCli('import', [latin1], env)).stderr, `${latin1}: Line 4: the file is not valid UTF-8. Nothing was imported.\n`, JSON.stringify(end));
+      const unclosed = tempFile(t, 'unclosed.csv', [`name,barcode,price`, `A,${barcodes[0]},1`, '', `"B,${barcodes[1]},1`, ...Array.from({ length: 50 }, () => `C,${barcodes[2]},1`), ''].join(end));
+      assert.equal(
+        (await runCli('import', [unclosed], env)).stderr,
+        `${unclosed}: Line 4: the row that starts here opens a quote that is not closed before the end of the file. Nothing was imported.\n`,
+        JSON.stringify(end),
+      );
+    }
+    assert.equal(await count(location), 0);
+  });
+
   it('stops at a row far longer than a product takes, before holding it, and imports nothing', async (t) => {
     const { env, location } = await freshDatabase(t, testStore);
     const file = tempFile(t, 'long.csv', `name,barcode,price\nFine,${uniqueBarcode()},1.00\n"${'x'.repeat(5_000_000)}",${uniqueBarcode()},1.00\n`);
     assert.deepEqual(await runCli('import', [file], env), {
       code: 1,
       stdout: '',
-      stderr: `${file}: Line 3: a row is longer than 65,536 characters, far more than a product takes. Nothing was imported.\n`,
+      stderr: `${file}: Line 3: a row is longer than 64 KiB (65,536 bytes), far more than a product takes. Nothing was imported.\n`,
     });
     // A file of one line without quotes or a line end: stopped before its end is looked for.
     const oneLine = tempFile(t, 'one-line.csv', 'x'.repeat(5_000_000));
-    assert.equal((await runCli('import', [oneLine], env)).stderr, `${oneLine}: Line 1: a row is longer than 65,536 characters, far more than a product takes. Nothing was imported.\n`);
+    assert.equal((await runCli('import', [oneLine], env)).stderr, `${oneLine}: Line 1: a row is longer than 64 KiB (65,536 bytes), far more than a product takes. Nothing was imported.\n`);
+    // A JSON item is bounded as a CSV row is.
+    const json = tempFile(t, 'long.json', `[\n{"name": "${'x'.repeat(5_000_000)}", "barcode": "${uniqueBarcode()}", "price": 1}]`);
+    assert.equal((await runCli('import', [json], env)).stderr, `${json}: Line 2, item 1: a row is longer than 64 KiB (65,536 bytes), far more than a product takes. Nothing was imported.\n`);
+    // The bound is in bytes: 40,000 characters of two bytes each are past it.
+    const wideChars = tempFile(t, 'wide-chars.csv', `name,barcode,price\n${'é'.repeat(40_000)},${uniqueBarcode()},1.00\n`);
+    assert.equal((await runCli('import', [wideChars], env)).stderr, `${wideChars}: Line 2: a row is longer than 64 KiB (65,536 bytes), far more than a product takes. Nothing was imported.\n`);
     // A header of many columns is shown cut, not whole.
     const wide = await runCli('import', [tempFile(t, 'wide.csv', `name,barcode,price${',x'.repeat(20_000)}\n`)], env);
     assert.match(wide.stderr, /found name,barcode,price,x,x.{0,400}…\. Nothing was imported\.\n$/);

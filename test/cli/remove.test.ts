@@ -105,7 +105,7 @@ describeEachStore('catalogue remove', { timeout: 360_000 }, (ctx) => {
       stdout: '',
       stderr: 'line 2: Expected 1 fields (barcode), found 2.\n1 barcode is not valid or not in the catalogue; nothing was removed.\n',
     });
-    const tooLong = 'a row is longer than 65,536 characters, far more than a product takes. Nothing was removed.\n';
+    const tooLong = 'a row is longer than 64 KiB (65,536 bytes), far more than a product takes. Nothing was removed.\n';
     for (const [name, content, line] of [
       ['one-line.txt', '8'.repeat(5_000_000), 1],
       ['second-line.txt', `${first.barcode}\n${'8'.repeat(5_000_000)}`, 2],
@@ -114,6 +114,10 @@ describeEachStore('catalogue remove', { timeout: 360_000 }, (ctx) => {
       const file = tempFile(t, name, content);
       assert.deepEqual(await remove(['--file', file]), { code: 1, stdout: '', stderr: `${file}: Line ${line}: ${tooLong}` });
     }
+    const twice = tempFile(t, 'twice.csv', `barcode,barcode\n${first.barcode},${second.barcode}\n`);
+    assert.deepEqual(await remove(['--file', twice]), { code: 1, stdout: '', stderr: `${twice}: Line 1: a CSV file needs one barcode column; found barcode,barcode. Nothing was removed.\n` });
+    const plainTooLong = tempFile(t, 'plain.txt', `${first.barcode}\n${'8'.repeat(65_537)}\n`);
+    assert.deepEqual(await remove(['--file', plainTooLong]), { code: 1, stdout: '', stderr: `${plainTooLong}: Line 2: ${tooLong}` });
     assert.equal((await send(`${url}/api/v1/shop/product/${first.pk}`)).status, 200);
     // Old Macs end lines with a CR alone; a spreadsheet may quote its header.
     assert.deepEqual(await remove(['--file', tempFile(t, 'cr.csv', `"Barcode"\r"${first.barcode}"\r${second.barcode}\r`)]), { code: 0, stdout: '', stderr: 'Removed 2 products.\n' });
