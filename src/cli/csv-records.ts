@@ -66,28 +66,43 @@ export async function peekFirstLine(text: AsyncIterable<string>): Promise<{ line
 }
 
 /**
+ * The chunks of an LF text (`lineEndsAsLf`), as they come, while no line is longer than MAX_LINE_BYTES:
+ * a CSV row of 50 MB of separators held 2.53 GB in the parser, whose own bound counts only the fields.
+ * @throws UnreadableFileError naming the line that grows past it, before more of it is read.
+ */
+async function* boundedLines(text: AsyncIterable<string>): AsyncGenerator<string> {
+  let lineBytes = 0;
+  let line = 1;
+  for await (const chunk of text) {
+    let start = 0;
+    for (let end = chunk.indexOf('\n'); end !== -1; end = chunk.indexOf('\n', start)) {
+      if (lineBytes + Buffer.byteLength(chunk.slice(start, end)) > MAX_LINE_BYTES) throw tooLong(`Line ${line}`);
+      line += 1;
+      lineBytes = 0;
+      start = end + 1;
+    }
+    lineBytes += Buffer.byteLength(chunk.slice(start));
+    if (lineBytes > MAX_LINE_BYTES) throw tooLong(`Line ${line}`);
+    yield chunk;
+  }
+}
+
+/**
  * The lines of an LF text (`lineEndsAsLf`), numbered from 1.
  * @throws UnreadableFileError when a line is longer than MAX_LINE_BYTES, before more of it is held.
  */
 export async function* textLines(text: AsyncIterable<string>): AsyncGenerator<{ text: string; line: number }> {
   let partial = '';
-  let partialBytes = 0;
   let line = 0;
-  for await (const chunk of text) {
+  for await (const chunk of boundedLines(text)) {
     let start = 0;
     for (let end = chunk.indexOf('\n'); end !== -1; end = chunk.indexOf('\n', start)) {
-      const piece = chunk.slice(start, end);
-      if (partialBytes + Buffer.byteLength(piece) > MAX_LINE_BYTES) throw tooLong(`Line ${line + 1}`);
       line += 1;
-      yield { text: partial + piece, line };
+      yield { text: partial + chunk.slice(start, end), line };
       partial = '';
-      partialBytes = 0;
       start = end + 1;
     }
-    const rest = chunk.slice(start);
-    partial += rest;
-    partialBytes += Buffer.byteLength(rest);
-    if (partialBytes > MAX_LINE_BYTES) throw tooLong(`Line ${line + 1}`);
+    partial += chunk.slice(start);
   }
   if (partial !== '') yield { text: partial, line: line + 1 };
 }
@@ -122,7 +137,7 @@ export interface CsvRecord {
  * @throws UnreadableFileError, naming the line, when the quoting is broken or a record is too long.
  */
 export async function csvRecords(input: AsyncIterable<string>): Promise<{ separator: ',' | ';'; records: AsyncGenerator<CsvRecord> }> {
-  const { line, text } = await peekFirstLine(lineEndsAsLf(input));
+  const { line, text } = await peekFirstLine(boundedLines(lineEndsAsLf(input)));
   const separator = line.includes(';') && !line.includes(',') ? ';' : ',';
   async function* records(): AsyncGenerator<CsvRecord> {
     const source = Readable.from(text);
@@ -131,19 +146,14 @@ export async function csvRecords(input: AsyncIterable<string>): Promise<{ separa
     );
     // pipe() does not pass the source's errors on; the parser's iteration must end with them.
     source.on('error', (error) => parser.destroy(error));
-    // Where the last record ended, and the empty lines skipped by then: a record the parser refuses
-    // starts after both, where the parser names the line it had reached.
-    let endLine = 0;
-    let emptyLines = 0;
     try {
-      for await (const { record, info, raw } of parser as AsyncIterable<{ record: string[]; info: { lines: number; empty_lines: number }; raw: string }>) {
-        endLine = info.lines;
-        emptyLines = info.empty_lines;
+      for await (const { record, info, raw } of parser as AsyncIterable<{ record: string[]; info: { lines: number }; raw: string }>) {
         yield { fields: record, line: startLine(info.lines, raw) };
       }
     } catch (error) {
       if (!(error instanceof CsvError)) throw error;
-      const at = `Line ${endLine + 1 + Number(error['empty_lines'] ?? emptyLines) - emptyLines}`;
+      // The parser names the line it had reached; the record it refuses is its raw text so far.
+      const at = `Line ${startLine(Number(error['lines']), String(error['raw'] ?? ''))}`;
       if (error.code === 'CSV_MAX_RECORD_SIZE') throw tooLong(at);
       throw new UnreadableFileError(`${at}: ${PARSER_PROBLEMS[error.code] ?? error.message}`);
     }

@@ -5,7 +5,7 @@ import { parseJsonKeepingNumbers } from '../catalogue/parse-json.js';
 import { errorCode } from '../error-details.js';
 import { PRODUCT_FIELDS } from '../catalogue/product.js';
 import { nameFromSpreadsheet } from './spreadsheet-names.js';
-import { csvRecords, MAX_LINE_BYTES, shown, tooLong } from './csv-records.js';
+import { csvRecords, lineEndsAsLf, MAX_LINE_BYTES, shown, tooLong } from './csv-records.js';
 import { UnreadableFileError } from './unreadable-file.js';
 
 export type FileFormat = 'csv' | 'json';
@@ -179,7 +179,8 @@ async function* jsonRows(input: AsyncIterable<Buffer | string>): AsyncGenerator<
     return itemRow(text, { index, at: `line ${itemLine}, item ${index}` });
   };
 
-  for await (const text of strictUtf8(input)) {
+  // A raw line end inside a JSON string makes its item invalid anyway: as LF, a CR alone is a line too.
+  for await (const text of lineEndsAsLf(strictUtf8(input))) {
     const rows: SourceRow[] = [];
     for (const ch of text) {
       if (!opened || closed) {
@@ -224,6 +225,9 @@ async function* jsonRows(input: AsyncIterable<Buffer | string>): AsyncGenerator<
     yield* rows;
   }
   if (!opened) throw new UnreadableFileError('The file is empty; a JSON file must hold one array of products.');
+  if (!closed && item.trim() !== '') {
+    throw new UnreadableFileError(`Line ${itemLine}, item ${index + 1}: the file ends inside this item (a string, object or array opened in it is not closed).`);
+  }
   if (!closed) throw new UnreadableFileError(`Line ${line}: the file ends before the array is closed with ].`);
 }
 

@@ -157,10 +157,19 @@ describe('npm run import, file formats', { timeout: 360_000 }, () => {
 
   it('reports JSON items by the line they start on and their place in the array', async (t) => {
     const { env, location } = await freshDatabase(t, testStore);
-    const file = tempFile(t, 'bad.json', `[\n{"name": "A", "barcode": "${uniqueBarcode()}", "price": 1},\n{"name": "B",\n "barcode": 4006381333931, "price": 1},\n7,\n{"name": "C" "barcode": "x"}\n]`);
-    const result = await runCli('import', [file], env);
-    assert.equal(result.code, 1);
-    assert.deepEqual(result.stderr.trim().split('\n').map((line) => line.split(':')[0]), ['line 3, item 2', 'line 5, item 3', 'line 6, item 4', '3 rows are not valid; nothing was imported. Fix them, or pass --skip-invalid to import the valid rows only.']);
+    const text = `[\n{"name": "A", "barcode": "${uniqueBarcode()}", "price": 1},\n{"name": "B",\n "barcode": 4006381333931, "price": 1},\n7,\n{"name": "C" "barcode": "x"}\n]`;
+    // Lines end with LF, CRLF or a CR alone alike.
+    for (const end of ['\n', '\r\n', '\r']) {
+      const result = await runCli('import', [tempFile(t, 'bad.json', text.replaceAll('\n', end))], env);
+      assert.equal(result.code, 1);
+      assert.deepEqual(result.stderr.trim().split('\n').map((line) => line.split(':')[0]), ['line 3, item 2', 'line 5, item 3', 'line 6, item 4', '3 rows are not valid; nothing was imported. Fix them, or pass --skip-invalid to import the valid rows only.'], JSON.stringify(end));
+    }
+    // A string never closed: named by its item, not by the end of the file.
+    const unclosed = tempFile(t, 'unclosed.json', `[\n{"name": "A", "barcode": "${uniqueBarcode()}", "price": 1},\n\n{"name": "never closed\n\n\n`);
+    assert.equal(
+      (await runCli('import', [unclosed], env)).stderr,
+      `${unclosed}: Line 4, item 2: the file ends inside this item (a string, object or array opened in it is not closed). Nothing was imported.\n`,
+    );
     assert.equal(await count(location), 0);
   });
 
@@ -223,6 +232,12 @@ describe('npm run import, file formats', { timeout: 360_000 }, () => {
         `${unclosed}: Line 4: the row that starts here opens a quote that is not closed before the end of the file. Nothing was imported.\n`,
         JSON.stringify(end),
       );
+      const closedTooSoon = tempFile(t, 'closing.csv', [`name,barcode,price`, '', ...Array.from({ length: 20 }, () => `A,${barcodes[0]},1`), `B,"${barcodes[1]}"x,1`, ''].join(end));
+      assert.equal(
+        (await runCli('import', [closedTooSoon], env)).stderr,
+        `${closedTooSoon}: Line 23: a quoted field of the row that starts here has more after its closing quote (a quote inside a quoted field is written twice: ""). Nothing was imported.\n`,
+        JSON.stringify(end),
+      );
     }
     assert.equal(await count(location), 0);
   });
@@ -238,6 +253,9 @@ describe('npm run import, file formats', { timeout: 360_000 }, () => {
     // A file of one line without quotes or a line end: stopped before its end is looked for.
     const oneLine = tempFile(t, 'one-line.csv', 'x'.repeat(5_000_000));
     assert.equal((await runCli('import', [oneLine], env)).stderr, `${oneLine}: Line 1: a row is longer than 64 KiB (65,536 bytes), far more than a product takes. Nothing was imported.\n`);
+    // A row of separators alone is bounded as one of fields is.
+    const separators = tempFile(t, 'separators.csv', `name,barcode,price\nx,${uniqueBarcode()},1.00${','.repeat(5_000_000)}\n`);
+    assert.equal((await runCli('import', [separators], env)).stderr, `${separators}: Line 2: a row is longer than 64 KiB (65,536 bytes), far more than a product takes. Nothing was imported.\n`);
     // A JSON item is bounded as a CSV row is.
     const json = tempFile(t, 'long.json', `[\n{"name": "${'x'.repeat(5_000_000)}", "barcode": "${uniqueBarcode()}", "price": 1}]`);
     assert.equal((await runCli('import', [json], env)).stderr, `${json}: Line 2, item 1: a row is longer than 64 KiB (65,536 bytes), far more than a product takes. Nothing was imported.\n`);
