@@ -24,7 +24,6 @@ export interface RowPosition {
 /** One product of a file, by its position: its fields, or why it cannot even be read. */
 export type SourceRow = RowPosition & ({ readonly fields: Readonly<Record<string, unknown>> } | { readonly problem: string });
 
-
 /** The format a file name implies: `.json` is JSON, anything else CSV. */
 export function formatOfPath(path: string): FileFormat {
   return extname(path).toLowerCase() === '.json' ? 'json' : 'csv';

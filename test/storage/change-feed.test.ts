@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { it, type TestContext } from 'node:test';
 import type { NewProduct } from '../../src/catalogue/product.js';
-import { migrateUpTo } from '../../src/storage/migrations.js';
-import { openDialect, openStore } from '../../src/storage/open-store.js';
+import { openStore } from '../../src/storage/open-store.js';
 import type { DatabaseLocation } from '../../src/config.js';
 import type { CatalogueStore, Change } from '../../src/storage/store.js';
 import { MAX_PRICE_CENTS } from '../../src/catalogue/price.js';
 import { changeWire } from '../../src/http/contract/wire.js';
 import { describeEachStore } from '../helpers/each-store.js';
+import { migratedUpTo } from '../helpers/migrated-up-to.js';
 import { outsideSql, withClient } from '../helpers/outside-sql.js';
 import { uniqueBarcode } from '../helpers/products.js';
 import { storedProducts } from '../helpers/store-contents.js';
@@ -205,12 +205,7 @@ describeEachStore('the change feed on a catalogue from before versions', { env: 
   it('gives the products already stored versions 1..count in pk order', async (t) => {
     const { location, drop } = await ctx.testStore.create();
     t.after(drop);
-    const dialect = openDialect(location, { poolMax: 1 }, 'migrate');
-    try {
-      await migrateUpTo(dialect, '0006_price_limit');
-    } finally {
-      await dialect.close();
-    }
+    await migratedUpTo(location, '0006_price_limit');
     await outsideSql(location, "INSERT INTO product (name, name_folded, barcode, price_cents) VALUES ('One', 'one', '4006381333931', 100), ('Two', 'two', '3017620422003', 200)");
     await outsideSql(location, "DELETE FROM product WHERE name = 'One'");
     await outsideSql(location, "INSERT INTO product (name, name_folded, barcode, price_cents) VALUES ('Three', 'three', '4006381333931', 300)");
@@ -232,12 +227,7 @@ describeEachStore('a catalogue whose products plain SQL moved to other pks befor
   it('finds them at their new pks once migrated, and finds nothing at the old ones', async (t) => {
     const { location, drop } = await ctx.testStore.create();
     t.after(drop);
-    const dialect = openDialect(location, { poolMax: 1 }, 'migrate');
-    try {
-      await migrateUpTo(dialect, '0016_search_column');
-    } finally {
-      await dialect.close();
-    }
+    await migratedUpTo(location, '0016_search_column');
     await outsideSql(location, "INSERT INTO product (name, name_folded, barcode, price_cents) VALUES ('Mango', 'mango', '4006381333931', 100), ('Mango juice', 'mango juice', '3017620422003', 200)");
     await outsideSql(location, 'UPDATE product SET rowid = 50 WHERE pk = 1');
     const store = await openStore(location);
@@ -255,12 +245,7 @@ describeEachStore('migration 0017 undone and done again', { env: false }, (ctx) 
     const { location, drop } = await ctx.testStore.create();
     t.after(drop);
     await (await openStore(location)).close();
-    const dialect = openDialect(location, { poolMax: 1 }, 'migrate');
-    try {
-      await migrateUpTo(dialect, '0016_search_column');
-    } finally {
-      await dialect.close();
-    }
+    await migratedUpTo(location, '0016_search_column');
     const store = await openStore(location);
     t.after(() => store.close());
     const product = await store.createProduct(newProduct('Papaya'));

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { MAX_PK } from '../../src/catalogue/product.js';
-import { migrateUpTo } from '../../src/storage/migrations.js';
-import { openDialect, openStore } from '../../src/storage/open-store.js';
+import { openStore } from '../../src/storage/open-store.js';
 import { describeEachStore } from '../helpers/each-store.js';
+import { migratedUpTo } from '../helpers/migrated-up-to.js';
 import { outsideSql } from '../helpers/outside-sql.js';
 import { uniqueBarcode } from '../helpers/products.js';
 
@@ -44,12 +44,7 @@ describeEachStore('pks written by plain SQL', { env: false }, (ctx) => {
   it('stop the migration that brings the range while a product is outside it, naming the product', async (t) => {
     const { location } = await ctx.freshDatabase(t);
     // The database as the version before the range left it, with pks plain SQL gave then.
-    const dialect = openDialect(location, { poolMax: 1 }, 'migrate');
-    try {
-      await migrateUpTo(dialect, '0014_change_notice_kind');
-    } finally {
-      await dialect.close();
-    }
+    await migratedUpTo(location, '0014_change_notice_kind');
     await outsideSql(location, insertWithPk(location.kind, '0'), [uniqueBarcode()]);
     // SQLite's trigger of 0012 refuses such an insert, but not an update.
     if (location.kind === 'postgres') await outsideSql(location, insertWithPk(location.kind, BEYOND), [uniqueBarcode()]);

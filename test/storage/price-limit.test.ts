@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { it, type TestContext } from 'node:test';
 import { MAX_PRICE_CENTS } from '../../src/catalogue/price.js';
 import type { DatabaseLocation } from '../../src/config.js';
-import { migrateUpTo } from '../../src/storage/migrations.js';
-import { openDialect, openStore } from '../../src/storage/open-store.js';
+import { openStore } from '../../src/storage/open-store.js';
 import { describeEachStore } from '../helpers/each-store.js';
+import { migratedUpTo } from '../helpers/migrated-up-to.js';
 import { outsideSql } from '../helpers/outside-sql.js';
 import { uniqueBarcode } from '../helpers/products.js';
 
@@ -12,12 +12,7 @@ describeEachStore('prices written by plain SQL', { env: false }, (ctx) => {
   /** A fresh database migrated up to the version before the price limit. */
   async function catalogueBeforeTheLimit(t: TestContext): Promise<DatabaseLocation> {
     const { location } = await ctx.freshDatabase(t);
-    const dialect = openDialect(location, { poolMax: 1 }, 'migrate');
-    try {
-      await migrateUpTo(dialect, '0005_product_search');
-    } finally {
-      await dialect.close();
-    }
+    await migratedUpTo(location, '0005_product_search');
     return location;
   }
 

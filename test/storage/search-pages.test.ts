@@ -2,10 +2,9 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import type { NewProduct, Product } from '../../src/catalogue/product.js';
 import { foldForSearch } from '../../src/catalogue/search.js';
-import { migrateUpTo } from '../../src/storage/migrations.js';
-import { openDialect } from '../../src/storage/open-store.js';
 import type { CatalogueStore } from '../../src/storage/store.js';
 import { describeEachStore } from '../helpers/each-store.js';
+import { migratedUpTo } from '../helpers/migrated-up-to.js';
 import { postgres } from '../helpers/stores.js';
 import { outsideSql, withClient } from '../helpers/outside-sql.js';
 import { uniqueBarcode } from '../helpers/products.js';
@@ -76,12 +75,7 @@ describeEachStore('pages of a search', { env: false }, (ctx) => {
   for (const before of ['0009_search_index_on_change', '0012_pk_bound', '0015_pk_range']) {
     it(`find names across words, hyphens and commas in a catalogue migrated from ${before}`, async (t) => {
       const { location, open } = await ctx.freshDatabase(t);
-      const dialect = openDialect(location, { poolMax: 1 }, 'migrate');
-      try {
-        await migrateUpTo(dialect, before);
-      } finally {
-        await dialect.close();
-      }
+      await migratedUpTo(location, before);
       // Written by plain SQL before the migration, folded copies and all, as the service of then wrote them.
       for (const name of ['Crème brûlée 0,2 l', 'Earl grey tea', 'Grey earl', 'Bohrer KX-4821 Typ 3', 'Bohrer KX-4822']) {
         await outsideSql(location, 'INSERT INTO product (name, name_folded, barcode, price_cents) VALUES ($1, $2, $3, 100)', [name, foldForSearch(name), uniqueBarcode()]);
@@ -134,12 +128,7 @@ describeEachStore('the migrations to trigrams across words', { env: false, store
     const joinedColumn = async (): Promise<number> =>
       (await outsideSql<{ n: number }>(location, "SELECT count(*)::int AS n FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'product' AND column_name = 'name_joined'"))[0]!.n;
     assert.deepEqual(await indexes(), ['product_name_joined_trgm']);
-    const dialect = openDialect(location, { poolMax: 1 }, 'migrate');
-    try {
-      await migrateUpTo(dialect, '0015_pk_range');
-    } finally {
-      await dialect.close();
-    }
+    await migratedUpTo(location, '0015_pk_range');
     assert.deepEqual(await indexes(), ['product_name_folded_words_trgm']);
     assert.equal(await joinedColumn(), 0);
     // Written by the version before, then read by this one: the column is computed for every row as it is added.
@@ -154,12 +143,7 @@ describeEachStore('the migrations to trigrams across words', { env: false, store
     it(`from ${before}, waits for a writer of the version before it instead of ending in a deadlock`, async (t) => {
       const { location, open } = await ctx.freshDatabase(t);
       if (location.kind !== 'postgres') return;
-      const dialect = openDialect(location, { poolMax: 1 }, 'migrate');
-      try {
-        await migrateUpTo(dialect, before);
-      } finally {
-        await dialect.close();
-      }
+      await migratedUpTo(location, before);
       const insert = 'INSERT INTO product (name, name_folded, barcode, price_cents) VALUES ($1, $1, $2, 100)';
       await outsideSql(location, insert, ['earl grey', uniqueBarcode()]);
       await withClient(location.url, async (writer) => {
