@@ -2,7 +2,8 @@ import { Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { stringify } from 'csv-stringify';
 import { formatPrice } from '../catalogue/price.js';
-import { PRODUCT_FIELDS, type Product } from '../catalogue/product.js';
+import { NAMED_PKS } from '../catalogue/named-pks.js';
+import { checkNewProduct, PRODUCT_FIELDS, type Product } from '../catalogue/product.js';
 import type { CatalogueStore } from '../storage/store.js';
 import { PK_COLUMN, type FileFormat } from './product-rows.js';
 import { nameForSpreadsheet } from './spreadsheet-names.js';
@@ -22,16 +23,24 @@ const COLUMNS = [PK_COLUMN, ...PRODUCT_FIELDS] as const;
  * so that a spreadsheet splitting lines at semicolons does not make a cell of what follows one.
  * Streams, so memory does not grow with the catalogue.
  *
- * @returns how many products were written.
+ * Every product is written as it is stored, also one that the restore would refuse or change: a name
+ * or barcode that plain SQL wrote and the API would not take (a blank name, a name over 200
+ * characters or with a tab, spaces around a name, a barcode that is no EAN-13). Those are counted, so
+ * that the operator hears of them when the backup is made rather than when it is needed.
  */
-export async function exportProducts(store: CatalogueStore, format: FileFormat, output: Writable): Promise<number> {
+export async function exportProducts(store: CatalogueStore, format: FileFormat, output: Writable): Promise<ExportSummary> {
   let count = 0;
+  const unrestorable = { count: 0, pks: [] as number[] };
   async function* products(written = (name: string) => name): AsyncGenerator<{ pk: number } & Record<(typeof PRODUCT_FIELDS)[number], string>> {
     let after = 0;
     for (;;) {
       const batch: Product[] = await store.listProductsAfter(after, BATCH_ROWS);
       for (const product of batch) {
         count += 1;
+        if (!restoresAsIs(product)) {
+          unrestorable.count += 1;
+          if (unrestorable.pks.length < NAMED_PKS) unrestorable.pks.push(product.pk);
+        }
         yield { pk: product.pk, name: written(product.name), barcode: product.barcode, price: formatPrice(product.priceCents) };
       }
       if (batch.length < BATCH_ROWS) return;
@@ -43,7 +52,19 @@ export async function exportProducts(store: CatalogueStore, format: FileFormat, 
   } else {
     await pipeline(Readable.from(jsonLines(products())), output);
   }
-  return count;
+  return { written: count, unrestorable };
+}
+
+/** What an export wrote, and the products in it that a restore would refuse or change (`pks`: the first of them). */
+export interface ExportSummary {
+  readonly written: number;
+  readonly unrestorable: { readonly count: number; readonly pks: readonly number[] };
+}
+
+/** Whether the restore's own check of a product's row takes it and gives back the same product. */
+function restoresAsIs(product: Product): boolean {
+  const checked = checkNewProduct({ name: product.name, barcode: product.barcode, price: formatPrice(product.priceCents) });
+  return checked.ok && checked.product.name === product.name && checked.product.barcode === product.barcode && checked.product.priceCents === product.priceCents;
 }
 
 async function* jsonLines(items: AsyncIterable<object>): AsyncGenerator<string> {

@@ -1,4 +1,5 @@
 import { createWriteStream } from 'node:fs';
+import { namedPks } from '../catalogue/named-pks.js';
 import { errorMessage } from '../error-details.js';
 import { CommandFailure, EXIT, isBrokenPipe, openConfiguredStore, readArguments, readFormat, UsageError, type Command } from './command-line.js';
 import { exportProducts } from './export-products.js';
@@ -12,7 +13,9 @@ Writes every product with its pk, in pk order, in the format import and restore 
 pk,name,barcode,price header, or a JSON array. Prices are exact, with two decimals. Without FILE the
 data goes to standard output, alone: the summary and any message go to standard error.
 
-A backup: \`catalogue restore FILE\` puts every product back with its pk. \`catalogue import FILE\`
+A backup: \`catalogue restore FILE\` puts every product back with its pk. Every product is written as
+stored; one whose name or barcode the API would not take (plain SQL can write such values) is named
+in a warning, as the restore would refuse it until it is corrected. \`catalogue import FILE\`
 ignores the pks and adds the products with new ones (into another catalogue, say).
 
 CSV is made safe to open in a spreadsheet: a name beginning with =, +, -, @, a tab or a carriage
@@ -38,8 +41,14 @@ Exit status: 0 exported (also when a reader such as \`head\` stops reading early
 
     const { store } = await openConfiguredStore();
     try {
-      const count = await exportProducts(store, format, path === undefined ? process.stdout : createWriteStream(path));
-      console.error(`Exported ${count} product${count === 1 ? '' : 's'}${path === undefined ? '' : ` to ${path}`}.`);
+      const { written, unrestorable } = await exportProducts(store, format, path === undefined ? process.stdout : createWriteStream(path));
+      console.error(`Exported ${written} product${written === 1 ? '' : 's'}${path === undefined ? '' : ` to ${path}`}.`);
+      if (unrestorable.count > 0) {
+        const them = unrestorable.count === 1 ? 'One of them does' : `${unrestorable.count.toLocaleString('en')} of them do`;
+        console.error(
+          `Warning: ${them} not restore as written (${namedPks(unrestorable.pks, unrestorable.count)}): plain SQL wrote a name or barcode that the API does not take, which catalogue restore refuses (or, for spaces around a name, trims). Correct them in the catalogue and export again, or in the file before restoring it.`,
+        );
+      }
       return EXIT.done;
     } catch (error) {
       // The reader took what it wanted; there is nobody left to tell.

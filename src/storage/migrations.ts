@@ -2,11 +2,9 @@ import { DEFAULT_MIGRATION_TABLE, Migrator, sql, type Kysely, type Migration, ty
 import type { StoreDialect } from './dialect.js';
 import { MAX_PRICE_CENTS } from '../catalogue/price.js';
 import { MAX_PK } from '../catalogue/product.js';
+import { NAMED_PKS, namedPks } from '../catalogue/named-pks.js';
 import { STATE_SLOTS } from './schema.js';
 import { newCatalogueId } from './catalogue-state.js';
-
-/** Rows a migration that stops names (by pk) of those it cannot take; the message says how many more there are. */
-const NAMED_ROWS = 10;
 
 /** A row a migration cannot take, with how many such rows there are (a window count, before the limit). */
 interface NamedRow {
@@ -14,11 +12,9 @@ interface NamedRow {
   readonly total: unknown;
 }
 
-/** `pk 3, 9`, or past NAMED_ROWS `pk 1, 2, … 10 and 1,990 more`: the operator sees how much there is to fix. */
-function namedPks(rows: readonly NamedRow[]): string {
-  const pks = rows.map((row) => String(row.pk)).join(', ');
-  const more = Number(rows[0]?.total ?? rows.length) - rows.length;
-  return more > 0 ? `pk ${pks} and ${more.toLocaleString('en')} more` : `pk ${pks}`;
+/** The rows of a migration that stops, named for the operator (the query reads NAMED_PKS of them). */
+function namedRows(rows: readonly NamedRow[]): string {
+  return namedPks(rows.map((row) => row.pk), Number(rows[0]?.total ?? rows.length));
 }
 
 /**
@@ -112,10 +108,10 @@ function migrationsFor(dialect: StoreDialect): Record<string, Migration> {
         // A fraction of a cent can only be in SQLite, written by plain SQL; the CAST changes nothing on PostgreSQL.
         const { rows } = await sql<NamedRow>`
           SELECT pk, count(*) OVER () AS total FROM product WHERE price_cents > ${sql.lit(MAX_PRICE_CENTS)} OR price_cents <> CAST(price_cents AS bigint)
-          ORDER BY pk LIMIT ${sql.lit(NAMED_ROWS)}`.execute(db);
+          ORDER BY pk LIMIT ${sql.lit(NAMED_PKS)}`.execute(db);
         if (rows.length > 0) {
           throw new Error(
-            `Products have a price_cents above ${MAX_PRICE_CENTS} or not in whole cents, which the catalogue cannot keep exactly (${namedPks(rows)}); correct them and migrate again.`,
+            `Products have a price_cents above ${MAX_PRICE_CENTS} or not in whole cents, which the catalogue cannot keep exactly (${namedRows(rows)}); correct them and migrate again.`,
           );
         }
         await own.priceLimit.up(db);
@@ -238,9 +234,9 @@ function migrationsFor(dialect: StoreDialect): Record<string, Migration> {
         // As text: a pk past 2^53 read as a number would be named as another.
         const { rows } = await sql<NamedRow>`
           SELECT CAST(pk AS TEXT) AS pk, count(*) OVER () AS total FROM product WHERE pk < 1 OR pk > ${sql.lit(MAX_PK)}
-          ORDER BY product.pk LIMIT ${sql.lit(NAMED_ROWS)}`.execute(db);
+          ORDER BY product.pk LIMIT ${sql.lit(NAMED_PKS)}`.execute(db);
         if (rows.length > 0) {
-          throw new Error(`Products have a pk below 1 or above ${MAX_PK}, which no client reads back exactly (${namedPks(rows)}); give them pks in that range and migrate again.`);
+          throw new Error(`Products have a pk below 1 or above ${MAX_PK}, which no client reads back exactly (${namedRows(rows)}); give them pks in that range and migrate again.`);
         }
         await own.pkRange.up(db);
       },

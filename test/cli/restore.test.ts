@@ -55,6 +55,37 @@ describeEachStore('catalogue restore', { env: false, timeout: 600_000 }, (ctx) =
     });
   }
 
+  it('names at export the products plain SQL wrote that a restore refuses or trims, and writes them as stored', async (t) => {
+    const { location } = await ctx.freshDatabase(t);
+    const env = { DATABASE_URL: databaseUrl(location) };
+    assert.equal((await runCli('migrate', [], env)).code, 0);
+    const long = 'x'.repeat(201);
+    const rows: Array<[string, string]> = [['Good', uniqueBarcode()], [long, uniqueBarcode()], ['Tab\there', uniqueBarcode()], ['', uniqueBarcode()], ['No EAN', '1234'], ['  Spaced  ', uniqueBarcode()]];
+    for (const [name, barcode] of rows) await outsideSql(location, 'INSERT INTO product (name, barcode, price_cents) VALUES ($1, $2, 100)', [name, barcode]);
+
+    const file = join(folder(t), 'backup.json');
+    assert.deepEqual(await runCli('export', [file], env), {
+      code: 0,
+      stdout: '',
+      stderr: [
+        `Exported 6 products to ${file}.`,
+        'Warning: 5 of them do not restore as written (pk 2, 3, 4, 5, 6): plain SQL wrote a name or barcode that the API does not take, which catalogue restore refuses (or, for spaces around a name, trims). Correct them in the catalogue and export again, or in the file before restoring it.',
+        '',
+      ].join('\n'),
+    });
+    const written = JSON.parse(readFileSync(file, 'utf8')) as Array<{ name: string; barcode: string }>;
+    assert.deepEqual(written.map(({ name, barcode }) => [name, barcode]), rows);
+    // The warning is true: the restore refuses the four, by their lines.
+    const restored = await runCli('restore', [file], await freshEnv(t));
+    assert.equal(restored.code, 1);
+    assert.deepEqual(restored.stderr.split('\n').map((line) => line.split(':')[0]), ['line 3, item 2', 'line 4, item 3', 'line 5, item 4', 'line 6, item 5', '4 rows are not valid; nothing was restored. A restore takes the whole file', '']);
+
+    // Once corrected, the export is quiet.
+    await outsideSql(location, "UPDATE product SET name = 'Fixed' WHERE pk IN (2, 3, 4, 6)");
+    await outsideSql(location, 'DELETE FROM product WHERE pk = 5');
+    assert.deepEqual(await runCli('export', [file], env), { code: 0, stdout: '', stderr: `Exported 5 products to ${file}.\n` });
+  });
+
   it('refuses a catalogue that holds products without --replace, changing nothing; with it, replaces them', async (t) => {
     const backup = await exported(t, 'csv');
     const env = await freshEnv(t);
