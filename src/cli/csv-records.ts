@@ -132,7 +132,9 @@ export interface CsvRecord {
 /**
  * The records of a CSV text, the header first, with the separator its header uses: a semicolon when
  * the header has one and no comma (a spreadsheet's CSV where the comma is the decimal mark), else the
- * comma. Fields may hold separators and line breaks inside quotes; empty lines are skipped.
+ * comma. Fields may hold separators and line breaks inside quotes. Empty lines are skipped, and so
+ * is a row whose every field is empty or spaces (`,,`): a spreadsheet writes such rows below its data
+ * where cells were once used, and they hold no product.
  *
  * @throws UnreadableFileError, naming the line, when the quoting is broken or a record is too long.
  */
@@ -148,6 +150,7 @@ export async function csvRecords(input: AsyncIterable<string>): Promise<{ separa
     source.on('error', (error) => parser.destroy(error));
     try {
       for await (const { record, info, raw } of parser as AsyncIterable<{ record: string[]; info: { lines: number }; raw: string }>) {
+        if (record.every((field) => field.trim() === '')) continue;
         yield { fields: record, line: startLine(info.lines, raw) };
       }
     } catch (error) {

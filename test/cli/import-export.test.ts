@@ -268,10 +268,10 @@ describe('npm run import, file formats', { timeout: 360_000 }, () => {
     assert.equal(await count(location), 0);
   });
 
-  it('reads a CSV file separated by semicolons, as a spreadsheet writes it, told by its header', async (t) => {
+  it('reads a CSV file separated by semicolons, as a spreadsheet writes it, told by its header, and skips its rows of empty cells', async (t) => {
     const { env } = await freshDatabase(t, testStore);
     const [a, b] = [uniqueBarcode(), uniqueBarcode()];
-    const file = tempFile(t, 'sheet.csv', `\uFEFFname;barcode;price\r\n"Tea, green";${a};2.50\r\nCoffee;${b};12\r\n`);
+    const file = tempFile(t, 'sheet.csv', `\uFEFFname;barcode;price\r\n"Tea, green";${a};2.50\r\n;;\r\n  ; ;\r\nCoffee;${b};12\r\n"";"";""\r\n;;\r\n`);
     const imported = await runCli('import', [file], env);
     assert.deepEqual(imported, { code: 0, stdout: '', stderr: `Imported 2 products from ${file}.\n` });
     assert.deepEqual(JSON.parse((await runCli('export', ['--format', 'json'], env)).stdout), [
@@ -279,9 +279,9 @@ describe('npm run import, file formats', { timeout: 360_000 }, () => {
       { pk: 2, name: 'Coffee', barcode: b, price: '12.00' },
     ]);
     // A decimal comma is still no price: the row says what to write.
-    const comma = await runCli('import', [tempFile(t, 'comma.csv', `name;barcode;price\nMilk;${uniqueBarcode()};1,20\n`)], env);
+    const comma = await runCli('import', [tempFile(t, 'comma.csv', `name;barcode;price\n;;\nMilk;${uniqueBarcode()};1,20\n`)], env);
     assert.equal(comma.code, 1);
-    assert.match(comma.stderr, /^line 2: price: "1,20" is not a price; write digits with an optional point and up to 2 decimals, e\.g\. "12\.50"\.\n/);
+    assert.match(comma.stderr, /^line 3: price: "1,20" is not a price; write digits with an optional point and up to 2 decimals, e\.g\. "12\.50"\.\n/);
     // A header in neither form names what it found, with the separators it reads.
     const header = await runCli('import', [tempFile(t, 'tabs.csv', 'name\tbarcode\tprice\n')], env);
     assert.equal(header.code, 1);
