@@ -20,7 +20,7 @@ import { ChangeStreams } from './http/feed/change-streams.js';
 import { declareOverloadAnswer, useOverloadRefusal } from './http/guards/overload.js';
 import { productsV1, type WholeListSettings } from './http/routes/products-v1.js';
 import { WholeLists } from './http/answers/list-stream.js';
-import { useHostCheck } from './http/guards/request-address.js';
+import { useRequestAddressChecks } from './http/guards/request-address.js';
 import { usePageMethods } from './http/routes/resource.js';
 import { productsV2 } from './http/routes/products-v2.js';
 import { useSharedSchemas } from './http/contract/responses.js';
@@ -110,7 +110,7 @@ export async function buildApp({ config, store, logger = false, refuseWhenOverlo
   if (requestLog !== undefined) logAbortedRequests(app);
   useAnswerHeaders(app, answerHeaders);
   useFramingRefusals(app);
-  useHostCheck(app);
+  useRequestAddressChecks(app);
   usePageMethods(app);
   await useApiDocs(app, { writeToken: config.apiToken !== undefined });
   useSharedSchemas(app);

@@ -394,7 +394,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The `Host` header is not a plain host name or address with an optional port (RFC 9112 §3.2). */
+            /** @description The `Host` header is not a plain host name or address with an optional port (RFC 9112 §3.2), or a query parameter is not valid percent-encoding of UTF-8 text; `errors` names it. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -453,7 +453,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The `Host` header is not a plain host name or address with an optional port (RFC 9112 §3.2). */
+            /** @description The `Host` header is not a plain host name or address with an optional port (RFC 9112 §3.2), or a query parameter is not valid percent-encoding of UTF-8 text; `errors` names it. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -483,7 +483,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The `Host` header is not a plain host name or address with an optional port (RFC 9112 §3.2). */
+            /** @description The `Host` header is not a plain host name or address with an optional port (RFC 9112 §3.2), or a query parameter is not valid percent-encoding of UTF-8 text; `errors` names it. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -564,7 +564,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The `Host` header is not a plain host name or address with an optional port (RFC 9112 §3.2). */
+            /** @description The `Host` header is not a plain host name or address with an optional port (RFC 9112 §3.2), or a query parameter is not valid percent-encoding of UTF-8 text; `errors` names it. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -760,7 +760,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The `Host` header is not a plain host name or address with an optional port (RFC 9112 §3.2). */
+            /** @description The `Host` header is not a plain host name or address with an optional port (RFC 9112 §3.2), or a query parameter is not valid percent-encoding of UTF-8 text; `errors` names it. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -867,7 +867,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The `Host` header is not a plain host name or address with an optional port (RFC 9112 §3.2). */
+            /** @description The `Host` header is not a plain host name or address with an optional port (RFC 9112 §3.2), or a query parameter is not valid percent-encoding of UTF-8 text; `errors` names it. */
             400: {
                 headers: {
                     [name: string]: unknown;

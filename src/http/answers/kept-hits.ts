@@ -6,7 +6,7 @@ import { STOP_BEGINS } from '../connection/stop.js';
 import { isHttp1 } from '../connection/request-framing.js';
 import type { RequestLog } from '../observability/request-log.js';
 import type { LimitedClient } from '../guards/limits.js';
-import { countHeader, type HitTarget, isValidHost } from '../guards/request-address.js';
+import { countHeader, type HitTarget, isValidHost, queryOf, queryProblem } from '../guards/request-address.js';
 
 /** A route whose answers a `CachedAnswers` keeps, as the listener finds them. */
 export interface HitRoute {
@@ -69,8 +69,8 @@ const ASKING_MORE = ['content-length', 'transfer-encoding', 'expect', 'upgrade']
  * - not GET, not HTTP/1.x (refused by `useFramingRefusals`), an absolute-form target, a path that is not exactly a route's (a parameter longer than
  *   the router takes is none), a key the route would not use (`keyOf`), nothing kept, a coded form
  *   not yet made;
- * - a request that carries a body, `Expect` or `Upgrade`, or whose `Host` the Host check would refuse or which
- *   has none (HTTP/1.0), whose links would then use the local address;
+ * - a request that carries a body, `Expect` or `Upgrade`, or whose `Host` or query the address checks would
+ *   refuse (request-address.ts), or which has no `Host` (HTTP/1.0), whose links would then use the local address;
  * - a request pipelined behind an answer not yet written (`response.socket` is null until the answers
  *   before it are out), which the pipelined order may hold back;
  * - while the service is overloaded, so that the refusal answers it;
@@ -167,6 +167,8 @@ export class KeptHits {
     const host = headers.host;
     if (host === undefined || !this.#isValidHost(host) || countHeader(request.rawHeaders, 'host') !== 1) return false;
     for (const name of ASKING_MORE) if (headers[name] !== undefined) return false;
+    const encoded = queryOf(url);
+    if (encoded !== undefined && queryProblem(encoded) !== undefined) return false;
     if (settings.underPressure()) return false;
     const key = hit.keyOf({ url, param, base: `http://${host}` }, request);
     if (key === undefined) return false;

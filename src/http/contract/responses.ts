@@ -55,3 +55,8 @@ export const STORE_UNAVAILABLE = problemResponse('The database cannot be reached
 
 /** Checked on every route before anything else, because the host is written into page links. */
 export const HOST_NOT_VALID = problemResponse('The `Host` header is not a plain host name or address with an optional port (RFC 9112 §3.2).');
+
+/** Checked on every route but the preflight, with the Host (request-address.ts). */
+export const ADDRESS_NOT_VALID = problemResponse(
+  'The `Host` header is not a plain host name or address with an optional port (RFC 9112 §3.2), or a query parameter is not valid percent-encoding of UTF-8 text; `errors` names it.',
+);

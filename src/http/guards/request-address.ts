@@ -40,8 +40,11 @@ export interface RequestAddress {
  * Refuses a request whose `Host` is not a plain host and port, that has more than one `Host`, or an
  * HTTP/1.1 request that has none (RFC 9112 §3.2: 400), because the host is written into the absolute
  * links the service returns. HTTP/1.0 has no Host requirement: links then use the local address.
+ * Refuses too, on every route, a query whose percent-encoding is broken (`?x=%ff`), before the body is
+ * read: nothing is created by a request whose address does not even decode. A CORS preflight is let
+ * through: its answer is about the method, and the request it asks for gets the 400.
  */
-export function useHostCheck(app: FastifyInstance): void {
+export function useRequestAddressChecks(app: FastifyInstance): void {
   // A callback hook: an async one costs a promise per request for no waiting.
   app.addHook('onRequest', (request, _reply, done) => {
     // Node keeps the first of several Host headers; which one a proxy in front used is anyone's guess.
@@ -49,8 +52,19 @@ export function useHostCheck(app: FastifyInstance): void {
     const host = request.headers.host;
     if (host === undefined && request.raw.httpVersion === '1.1') return done(new HttpProblem(400, 'The request has no Host header.'));
     if (host !== undefined && !isValidHost(host)) return done(new HttpProblem(400, 'The Host header is not a valid host name and port.'));
+    const query = queryOf(request.url);
+    if (request.method !== 'OPTIONS' && query !== undefined) {
+      const problem = queryProblem(query);
+      if (problem !== undefined) return done(problem);
+    }
     done();
   });
+}
+
+/** The query of a request target (after its first `?`) where it holds a `%`, the one thing that can be broken in it; else `undefined`. */
+export function queryOf(target: string): string | undefined {
+  const start = target.indexOf('?');
+  return start !== -1 && target.includes('%', start) ? target.slice(start + 1) : undefined;
 }
 
 /** How many times a request carries the header `name` (lower case). */
@@ -88,20 +102,25 @@ export function requestAddress(request: FastifyRequest): RequestAddress {
  * @throws HttpProblem 400 naming each such parameter.
  */
 function checkedQuery(query: string): URLSearchParams {
+  const problem = queryProblem(query);
+  if (problem !== undefined) throw problem;
+  return new URLSearchParams(query);
+}
+
+/** The 400 naming each parameter of `query` that does not decode, or `undefined` where all do. */
+export function queryProblem(query: string): HttpProblem | undefined {
+  if (!query.includes('%')) return undefined;
   // A Map: a parameter may be named `__proto__`.
   const errors = new Map<string, string[]>();
-  if (query.includes('%')) {
-    for (const pair of query.split('&')) {
-      const equals = pair.indexOf('=');
-      const [name, value] = equals === -1 ? [pair, ''] : [pair.slice(0, equals), pair.slice(equals + 1)];
-      if (decodes(name) && decodes(value)) continue;
-      const named = decodes(name) ? decodeURIComponent(name.replaceAll('+', ' ')) : name;
-      const which = decodes(name) ? 'The value' : "The parameter's name";
-      errors.set(named, [`${which} is not valid percent-encoding of UTF-8 text (a \`%\` not followed by two hex digits, or bytes that are not UTF-8).`]);
-    }
+  for (const pair of query.split('&')) {
+    const equals = pair.indexOf('=');
+    const [name, value] = equals === -1 ? [pair, ''] : [pair.slice(0, equals), pair.slice(equals + 1)];
+    if (decodes(name) && decodes(value)) continue;
+    const named = decodes(name) ? decodeURIComponent(name.replaceAll('+', ' ')) : name;
+    const which = decodes(name) ? 'The value' : "The parameter's name";
+    errors.set(named, [`${which} is not valid percent-encoding of UTF-8 text (a \`%\` not followed by two hex digits, or bytes that are not UTF-8).`]);
   }
-  if (errors.size > 0) throw new HttpProblem(400, 'The query parameters are not valid.', { errors: Object.fromEntries(errors) as FieldErrors });
-  return new URLSearchParams(query);
+  return errors.size > 0 ? new HttpProblem(400, 'The query parameters are not valid.', { errors: Object.fromEntries(errors) as FieldErrors }) : undefined;
 }
 
 function decodes(text: string): boolean {

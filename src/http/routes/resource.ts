@@ -16,7 +16,7 @@ import { CORS_METHODS } from '../contract/answer-headers.js';
 import { TAGS } from '../contract/docs.js';
 import { nothingAt } from '../guards/error-handler.js';
 import { HttpProblem } from '../contract/problem.js';
-import { HOST_NOT_VALID, emptyResponse } from '../contract/responses.js';
+import { ADDRESS_NOT_VALID, HOST_NOT_VALID, emptyResponse } from '../contract/responses.js';
 
 type Method = 'GET' | 'POST';
 
@@ -53,7 +53,7 @@ export function resource<G extends FastifySchema, P extends FastifySchema>(app: 
 
   const typed = app.withTypeProvider<TypeBoxTypeProvider>();
   const add = <S extends FastifySchema>(method: Method, route: MethodRoute<S>): void => {
-    typed.route<RouteGenericInterface, ContextConfigDefault, S>({ ...route.options, schema: withHostProblem(route.options.schema), method, url, handler: route.handler });
+    typed.route<RouteGenericInterface, ContextConfigDefault, S>({ ...route.options, schema: withAddressProblem(route.options.schema), method, url, handler: route.handler });
   };
   if (methods.GET !== undefined) add('GET', methods.GET);
   if (methods.POST !== undefined) add('POST', methods.POST);
@@ -131,9 +131,9 @@ function methodNotAllowed(method: string, allow: string): HttpProblem {
   return new HttpProblem(405, `${method} is not allowed here; this address answers ${allow}.`, { headers: { Allow: allow } });
 }
 
-/** Every route refuses a malformed `Host` with a 400; an operation that has no 400 of its own says so. */
-function withHostProblem<S extends FastifySchema>(schema: S): S {
+/** Every route refuses a malformed `Host` or query with a 400; an operation that has no 400 of its own says so. */
+function withAddressProblem<S extends FastifySchema>(schema: S): S {
   const response = schema.response as Record<string, unknown> | undefined;
   if (response === undefined || Object.hasOwn(response, '400')) return schema;
-  return { ...schema, response: { ...response, 400: HOST_NOT_VALID } };
+  return { ...schema, response: { ...response, 400: ADDRESS_NOT_VALID } };
 }
