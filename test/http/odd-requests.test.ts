@@ -81,6 +81,27 @@ describeEachStore('odd and hostile requests', { env: { PAGE_SIZE: '1' } }, (ctx)
     assert.match(created, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 201 /);
   });
 
+  it('reads every header, however many come before it within the 16 KiB of headers', async () => {
+    // Node hands a listener 2,000 headers by default and drops the rest without a word.
+    const padding = 'a:b\r\n'.repeat(2100);
+    const barcode = uniqueBarcode();
+    const body = JSON.stringify({ name: 'After many headers', barcode, price: '1.00' });
+    const coded = await rawExchange(
+      ctx.server.url,
+      `POST /api/v1/shop/product/ HTTP/1.1\r\nHost: shop.example\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n${padding}Content-Encoding: gzip\r\n\r\n${body}`,
+    );
+    assert.equal(problemOf(coded).status, 415, coded.slice(0, 200));
+    assert.deepEqual((await send(`${ctx.server.url}/api/v1/shop/products?barcode=${barcode}`)).json, []);
+
+    const twoHosts = await rawExchange(ctx.server.url, `GET /healthz HTTP/1.1\r\nHost: shop.example\r\nConnection: close\r\n${padding}Host: evil.example\r\n\r\n`);
+    assert.deepEqual(problemOf(twoHosts).body.detail, 'The request has more than one Host header.');
+
+    // An Upgrade gets its ordinary answer, and the connection is closed after it: the request behind it is not read.
+    const upgrade = await rawExchange(ctx.server.url, `GET /healthz HTTP/1.1\r\nHost: shop.example\r\n${padding}Upgrade: websocket\r\nConnection: upgrade\r\n\r\nGET /healthz HTTP/1.1\r\nHost: shop.example\r\n\r\n`);
+    assert.equal(upgrade.match(/HTTP\/1\.1 /g)?.length, 1, upgrade);
+    assert.match(upgrade.toLowerCase(), /^http\/1\.1 200 [^]*\r\nconnection: close\r\n/);
+  });
+
   it('builds links from an absolute-form request target', async () => {
     const raw = await rawExchange(
       ctx.server.url,

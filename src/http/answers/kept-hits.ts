@@ -132,6 +132,9 @@ export class KeptHits {
     server.once(STOP_BEGINS, () => {
       this.#settings = undefined;
     });
+    // Node hands on 2,000 headers and drops the rest unseen: a `Content-Encoding` or a second `Host` after
+    // them would pass every check. The 16 KiB the parser allows for the headers bounds them instead.
+    server.maxHeadersCount = 0;
     if (options.keepAliveTimeout !== undefined) server.keepAliveTimeout = options.keepAliveTimeout;
     if (options.requestTimeout !== undefined) server.requestTimeout = options.requestTimeout;
     server.setTimeout(options.connectionTimeout ?? 0);
