@@ -44,6 +44,8 @@ describeEachStore('conditional GET', (ctx) => {
     assert.equal(notModified.text, '');
     // A 304 may state a length only if it is the 200's own (RFC 9110 §8.6); a GET's 304 states none.
     assert.equal(notModified.headers['content-length'], headers['content-length']);
+    // Its type is the 200's, never a bare body's text/plain, which a cache updating from it would keep.
+    assert.equal(notModified.headers['content-type'], headers['content-type']);
     const getNotModified = await send(url, { headers: { 'If-None-Match': headers.etag! } });
     assert.equal(getNotModified.headers['content-length'], undefined);
   });
@@ -91,6 +93,7 @@ describeEachStore('conditional GET', (ctx) => {
       assert.equal(notModified.text, '');
       const head = await send(url, { method: 'HEAD', headers: { 'If-None-Match': etag } });
       assert.equal(head.status, 304, url);
+      assert.equal(head.headers['content-type'], 'application/json; charset=utf-8', url);
 
       await createProduct(ctx.server.url);
       const after = await send(url, { headers: { 'If-None-Match': etag } });

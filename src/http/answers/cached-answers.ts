@@ -6,6 +6,9 @@ import { COMPRESS_MIN_BYTES, chooseCoding, compressBody, compressStream, type Co
 import { RevisionCache } from './revision-cache.js';
 import { whenConnectionGone } from '../connection/connection-gone.js';
 
+/** The type of every kept answer's body. */
+export const JSON_TYPE = 'application/json; charset=utf-8';
+
 /** A JSON body already serialized, with the strong validator of its exact bytes. */
 interface TaggedBody {
   /** The body as it is, in the form every request that takes no content coding gets. */
@@ -148,12 +151,17 @@ function sendForm(request: FastifyRequest, reply: FastifyReply, form: KeptForm):
 function sendBytes(request: FastifyRequest, reply: FastifyReply, etag: string, payload: string | Buffer): FastifyReply {
   reply.header('ETag', etag);
   if (notModified(request.headers['if-none-match'], etag)) {
-    // HEAD: the body only sizes Content-Length (the 200's own length, as RFC 9110 §8.6 allows) and is
-    // dropped; GET: a 304 has no body and no length.
-    if (request.method !== 'HEAD') reply.removeHeader('Content-Encoding');
-    return reply.code(304).send(request.method === 'HEAD' ? payload : undefined);
+    // GET: a 304 has no body and no length. HEAD: the body only sizes Content-Length, which is then the
+    // 200's own (RFC 9110 §8.6 allows that one value; without a body Fastify's HEAD handling would write
+    // 0), and is dropped; its type is the 200's too, so that a cache taking the 304's fields into what it
+    // keeps (RFC 9111 §4.3.4) keeps the right one, not the text/plain a bare body would get.
+    if (request.method !== 'HEAD') {
+      reply.removeHeader('Content-Encoding');
+      return reply.code(304).send();
+    }
+    return reply.code(304).type(JSON_TYPE).send(payload);
   }
-  return reply.type('application/json; charset=utf-8').send(payload);
+  return reply.type(JSON_TYPE).send(payload);
 }
 
 /** Sends JSON text too large to keep as it is read, compressed on the way when the client accepts it; it has no ETag. */
@@ -164,7 +172,7 @@ function sendStream(request: FastifyRequest, reply: FastifyReply, stream: Readab
     stream.destroy();
     return reply.code(304).send();
   }
-  reply.type('application/json; charset=utf-8');
+  reply.type(JSON_TYPE);
   // An answer queued behind another on a connection that closed (pipelined lists, then gone) would read
   // on into a buffer nobody takes, counted open for good: twenty connections of a hundred lists each left
   // 5,080 lists open and the two workers at 1.3 and 2.6 GB.

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { type AnswerHeaders, requestId } from '../contract/answer-headers.js';
-import { type CachedAnswers, type KeptForm, notModified } from './cached-answers.js';
+import { type CachedAnswers, JSON_TYPE, type KeptForm, notModified } from './cached-answers.js';
 import { STOP_BEGINS } from '../connection/stop.js';
 import { isHttp1 } from '../connection/request-framing.js';
 import type { RequestLog } from '../observability/request-log.js';
@@ -218,7 +218,7 @@ export class KeptHits {
     // In the order the route writes them.
     if (form.coding !== undefined) fields['Content-Encoding'] = form.coding;
     fields.ETag = form.etag;
-    fields['Content-Type'] = 'application/json; charset=utf-8';
+    fields['Content-Type'] = JSON_TYPE;
     fields['Content-Length'] = String(form.length);
     response.writeHead(200, fields);
     response.end(form.bytes);
