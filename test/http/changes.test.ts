@@ -119,6 +119,25 @@ describeEachStore('the live change feed: text/event-stream', { env: { CHANGE_STR
     }
   };
 
+  it("answers HEAD asking for the stream with the stream's headers, no length and no stream", async () => {
+    const stream = await openEventStream(streamUrl('?since=0'));
+    let streamed: Record<string, unknown>;
+    try {
+      streamed = { ...stream.headers };
+    } finally {
+      stream.close();
+    }
+    await streamsOpen(0);
+    const head = await send(streamUrl('?since=0'), { method: 'HEAD', headers: { Accept: 'text/event-stream' } });
+    assert.equal(head.status, 200);
+    assert.equal(head.text, '');
+    assert.equal(head.headers['content-length'], undefined);
+    const fields = (headers: Record<string, unknown>) => Object.keys(headers).filter((name) => !['date', 'x-request-id', 'transfer-encoding'].includes(name)).sort();
+    assert.deepEqual(fields(head.headers), fields(streamed));
+    for (const name of ['content-type', 'cache-control', 'x-accel-buffering', 'vary']) assert.equal(head.headers[name], streamed[name], name);
+    await streamsOpen(0);
+  });
+
   it('catches up, says caught-up, then sends each new change from any writer within a second', async () => {
     const existing = await createProduct(ctx.server.url, { name: 'Before the stream' });
     const stream = await openEventStream(streamUrl('?since=0'));

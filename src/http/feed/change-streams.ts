@@ -239,13 +239,7 @@ export class ChangeStreams {
     whenConnectionGone(request.raw, () => body.destroy());
     write(stream, `retry: ${RECONNECT_MS}\n\n`);
     void this.#catchUp(stream).catch((error: unknown) => (error instanceof StalledError ? this.#dropSlow(stream) : this.#disconnect(stream)));
-    return reply
-      .code(200)
-      .type('text/event-stream; charset=utf-8')
-      .header('Cache-Control', 'no-store')
-      // Proxies that buffer answers (nginx) would hold every event back.
-      .header('X-Accel-Buffering', 'no')
-      .send(body);
+    return asEventStream(reply).send(body);
   }
 
   /**
@@ -519,4 +513,16 @@ function held(stream: Stream): number {
  */
 function unsent(stream: Stream): number {
   return stream.body.writableLength + stream.body.readableLength + stream.socket.writableLength;
+}
+
+/** The status and headers of a change stream, which a HEAD asking for one gets too. */
+export function asEventStream(reply: FastifyReply): FastifyReply {
+  return (
+    reply
+      .code(200)
+      .type('text/event-stream; charset=utf-8')
+      .header('Cache-Control', 'no-store')
+      // Proxies that buffer answers (nginx) would hold every event back.
+      .header('X-Accel-Buffering', 'no')
+  );
 }

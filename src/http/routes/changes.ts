@@ -1,9 +1,10 @@
+import { Readable } from 'node:stream';
 import Negotiator from 'negotiator';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import type { FieldErrors } from '../../catalogue/product.js';
 import type { CatalogueStore } from '../../storage/store.js';
-import type { ChangeStreams } from '../feed/change-streams.js';
+import { asEventStream, type ChangeStreams } from '../feed/change-streams.js';
 import { CachedAnswers, addVary } from '../answers/cached-answers.js';
 import { pageLink, wholeNumber } from '../contract/pagination.js';
 import { HttpProblem } from '../contract/problem.js';
@@ -93,10 +94,11 @@ export async function changes(app: FastifyInstance, { store, streams }: ChangesO
               headers: { 'Retry-After': String(BUSY_RETRY_AFTER_SECONDS) },
             });
           }
-          // HEAD: the stream's headers, no stream.
+          // HEAD: the stream's headers, no stream. A body of nothing, as Fastify's HEAD handling would
+          // state `Content-Length: 0` for none, where a stream has no length.
           if (request.method === 'HEAD') {
             streams.release();
-            return reply.code(200).type('text/event-stream; charset=utf-8').header('Cache-Control', 'no-store').send();
+            return asEventStream(reply).send(Readable.from([]));
           }
           return streams.follow(request, reply, since);
         }
