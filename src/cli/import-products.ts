@@ -107,7 +107,7 @@ async function* goodRows(path: string, format: FileFormat, use: FileUse, bad: re
   // By index, not line: the items of a JSON file may share a line, and each is judged on its own.
   const badRows = new Set(bad.map((row) => row.index));
   let batch: NewProduct[] = [];
-  for await (const row of readProductRows(path, format, onBytes)) {
+  for await (const row of readProductRows(path, format, use === 'restore', onBytes)) {
     if (badRows.has(row.index)) continue;
     const checked = checkRow(row, use, format);
     if (!checked.ok) throw new Error(`The row at ${row.at} changed while it was being imported.`);
@@ -141,7 +141,7 @@ async function findBadRows(
     pending = [];
   };
 
-  for await (const row of readProductRows(path, format, onBytes)) {
+  for await (const row of readProductRows(path, format, use === 'restore', onBytes)) {
     const checked = checkRow(row, use, format);
     if (!checked.ok) {
       bad.push({ index: row.index, at: row.at, reason: checked.reason });

@@ -40,14 +40,16 @@ export const PK_COLUMN = 'pk';
  * strings, JSON numbers as `JsonNumber`s) for the catalogue's own checks, but for the quote the CSV
  * export puts before a name that a spreadsheet would run as a formula (`nameFromSpreadsheet`).
  *
+ * @param withPks a restore's: a CSV header must name the `pk` column too, as an export's does (a file
+ *   of no rows would otherwise restore an empty catalogue from what is no export).
  * @param onBytes told how many bytes each chunk read had, for progress.
  * @throws UnreadableFileError when the file as a whole is not in the format.
  */
-export async function* readProductRows(path: string, format: FileFormat, onBytes?: (bytes: number) => void): AsyncGenerator<SourceRow> {
+export async function* readProductRows(path: string, format: FileFormat, withPks: boolean, onBytes?: (bytes: number) => void): AsyncGenerator<SourceRow> {
   const file = createReadStream(path);
   if (onBytes !== undefined) file.on('data', (chunk) => onBytes(chunk.length));
   try {
-    yield* format === 'csv' ? csvRows(file) : jsonRows(file);
+    yield* format === 'csv' ? csvRows(file, withPks) : jsonRows(file);
   } catch (error) {
     // The file system's own refusals (a folder, no permission, gone): the file cannot be read at all.
     const code = errorCode(error);
@@ -111,13 +113,13 @@ export async function* strictUtf8(input: AsyncIterable<Buffer | string>): AsyncG
   if (rest !== '') yield rest;
 }
 
-async function* csvRows(input: AsyncIterable<Buffer | string>): AsyncGenerator<SourceRow> {
+async function* csvRows(input: AsyncIterable<Buffer | string>, withPks: boolean): AsyncGenerator<SourceRow> {
   const { separator, records } = await csvRecords(strictUtf8(input));
   let header: string[] | undefined;
   let index = 0;
   for await (const { fields, line } of records) {
     if (header === undefined) {
-      header = checkHeader(fields, separator);
+      header = checkHeader(fields, separator, withPks);
       continue;
     }
     index += 1;
@@ -129,18 +131,22 @@ async function* csvRows(input: AsyncIterable<Buffer | string>): AsyncGenerator<S
     // The quote the export puts before a name a spreadsheet would run is not part of the name.
     yield { ...position, fields: Object.fromEntries(header.map((column, i) => [column, column === 'name' ? nameFromSpreadsheet(fields[i]!) : fields[i]])) };
   }
-  if (header === undefined) throw new UnreadableFileError(`The file is empty; the first line must be the header ${PRODUCT_FIELDS.join(',')}.`);
+  if (header === undefined) throw new UnreadableFileError(`The file is empty; the first line must be the header ${headerColumns(withPks).join(',')}.`);
 }
 
-function checkHeader(record: string[], separator: string): string[] {
+/** The columns a header must name: the product's fields, and for a restore the pk first, as an export writes them. */
+function headerColumns(withPks: boolean): readonly string[] {
+  return withPks ? [PK_COLUMN, ...PRODUCT_FIELDS] : PRODUCT_FIELDS;
+}
+
+function checkHeader(record: string[], separator: string, withPks: boolean): string[] {
   const columns = record.map((column) => column.trim().toLowerCase());
-  const expected = PRODUCT_FIELDS as readonly string[];
+  const expected = headerColumns(withPks);
   const unknown = columns.filter((column) => !expected.includes(column) && column !== PK_COLUMN);
   const missing = expected.filter((column) => !columns.includes(column));
   if (unknown.length > 0 || missing.length > 0 || new Set(columns).size !== columns.length) {
-    throw new UnreadableFileError(
-      `Line 1: the header must name the columns ${expected.join(',')} once each (any order, ${PK_COLUMN} too), separated by commas or semicolons; found ${shown(record.join(separator))}.`,
-    );
+    const named = withPks ? `${expected.join(',')} once each (any order), as an export does` : `${expected.join(',')} once each (any order, ${PK_COLUMN} too)`;
+    throw new UnreadableFileError(`Line 1: the header must name the columns ${named}, separated by commas or semicolons; found ${shown(record.join(separator))}.`);
   }
   return columns;
 }

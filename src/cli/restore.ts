@@ -11,7 +11,8 @@ export const restoreCommand: Command = {
 Loads FILE, written by \`catalogue export\`, into the catalogue with every product's pk as it was:
 links, receipts and tills that name a pk name the same product again. Products created later get
 pks after the highest one ever given (the file's included). Every row is checked as import checks
-it, and must have a pk, each once: all of the file is restored, or nothing when any row is bad.
+it, and must have a pk, each once (a CSV header names the pk column): all of the file is restored, or
+nothing when any row is bad.
 
 Into an empty catalogue only, unless --replace: then the products the catalogue holds are removed
 and the file's put in their place, all or nothing (in short steps, as an import writes: a failed or

@@ -127,6 +127,17 @@ describeEachStore('catalogue restore', { env: false, timeout: 600_000 }, (ctx) =
         '',
       ].join('\n'),
     });
+    // A header without the pk column is no export, even with no rows under it: nothing is replaced.
+    const importFile = join(dir, 'import-header.csv');
+    writeFileSync(importFile, 'name,barcode,price\n');
+    assert.deepEqual(await runCli('restore', ['--replace', importFile], env), {
+      code: 1,
+      stdout: '',
+      stderr: `${importFile}: Line 1: the header must name the columns pk,name,barcode,price once each (any order), as an export does, separated by commas or semicolons; found name,barcode,price. Nothing was restored.\n`,
+    });
+    const empty = join(dir, 'empty.csv');
+    writeFileSync(empty, '');
+    assert.match((await runCli('restore', [empty], env)).stderr, /: The file is empty; the first line must be the header pk,name,barcode,price\. Nothing was restored\.\n$/);
     const noPk = join(dir, 'no-pk.json');
     writeFileSync(noPk, JSON.stringify([{ name: 'Imported, not exported', barcode: a, price: '1.00' }]));
     assert.deepEqual(await runCli('restore', [noPk], env), {
