@@ -166,6 +166,8 @@ async function* jsonRows(input: AsyncIterable<Buffer | string>): AsyncGenerator<
   let itemBytes = 0;
   let itemLine = 0;
   let index = 0;
+  /** The line of the comma last read at the array's own level while no item has followed it (one must), or 0. */
+  let commaLine = 0;
 
   /** Adds a character to the item, which may not grow past MAX_LINE_BYTES (as a CSV row). */
   const take = (ch: string): void => {
@@ -210,6 +212,8 @@ async function* jsonRows(input: AsyncIterable<Buffer | string>): AsyncGenerator<
         const row = finishItem();
         if (row !== undefined) rows.push(row);
         else if (ch === ',') throw new UnreadableFileError(`Line ${line}: an empty item in the array.`);
+        else if (commaLine > 0) throw new UnreadableFileError(`Line ${commaLine}: an empty item in the array (a comma before the closing ]).`);
+        commaLine = ch === ',' ? line : 0;
         if (ch === ']') {
           closed = true;
           depth = 0;
@@ -230,7 +234,8 @@ async function* jsonRows(input: AsyncIterable<Buffer | string>): AsyncGenerator<
     yield* rows;
   }
   if (!opened) throw new UnreadableFileError('The file is empty; a JSON file must hold one array of products.');
-  if (!closed && item.trim() !== '') {
+  // An item whose own brackets and quotes are all closed is whole: it is the array that is not.
+  if (!closed && item.trim() !== '' && (depth > 1 || inString)) {
     throw new UnreadableFileError(`Line ${itemLine}, item ${index + 1}: the file ends inside this item (a string, object or array opened in it is not closed).`);
   }
   if (!closed) throw new UnreadableFileError(`Line ${line}: the file ends before the array is closed with ].`);

@@ -204,6 +204,18 @@ describe('npm run import, file formats', { timeout: 360_000 }, () => {
     const notArray = await runCli('import', [tempFile(t, 'x.json', '{"name": "A"}')], env);
     assert.equal(notArray.code, 1);
     assert.match(notArray.stderr, /must hold one array/);
+    // No JSON has a comma with no item after it, before the ] as anywhere else.
+    const item = '{"name": "A", "barcode": "4006381333931", "price": "1"}';
+    for (const [text, problem] of [
+      [`[${item},]`, 'Line 1: an empty item in the array (a comma before the closing ]).'],
+      [`[\n${item},\n\n]`, 'Line 2: an empty item in the array (a comma before the closing ]).'],
+      [`[${item},,${item}]`, 'Line 1: an empty item in the array.'],
+      [`[\n${item}\n`, 'Line 3: the file ends before the array is closed with ].'],
+    ] as const) {
+      const file = tempFile(t, 'comma.json', text);
+      assert.deepEqual(await runCli('import', [file], env), { code: 1, stdout: '', stderr: `${file}: ${problem} Nothing was imported.\n` }, text);
+    }
+    assert.deepEqual((await runCli('import', [tempFile(t, 'empty.json', '[ ]')], env)).code, 0);
     const missing = await runCli('import', ['/nonexistent/products.csv'], env);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /Cannot read \/nonexistent\/products.csv/);
