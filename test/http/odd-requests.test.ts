@@ -164,6 +164,10 @@ describeEachStore('odd and hostile requests', { env: { PAGE_SIZE: '1' } }, (ctx)
     const huge = problemOf(await rawExchange(ctx.server.url, `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20000)}\r\n\r\n`));
     assert.equal(huge.status, 431);
     assert.equal(huge.body.status, 431);
+    // A character typed into the address as it is, unencoded, is named as what it is.
+    const typed = problemOf(await rawExchange(ctx.server.url, Buffer.from('GET /api/v2/shop/products?search=Ｎutella HTTP/1.1\r\nHost: x\r\n\r\n')));
+    assert.equal(typed.status, 400);
+    assert.equal(typed.body.detail, 'The request target holds a character a URL may not (a space, a control character or a byte outside ASCII); percent-encode it (é as %C3%A9).');
   });
 
   it('refuses a request line of another HTTP version than 1.x with a 400 problem, and closes the connection', async () => {

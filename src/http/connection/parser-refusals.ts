@@ -48,7 +48,7 @@ export function clientErrorHandler(headers: AnswerHeaders): (this: FastifyInstan
         const { id, lines } = headers.rawLines(Buffer.isBuffer(error.rawPacket) ? error.rawPacket : undefined);
         // Read before the socket is destroyed: Node forgets the address of a closed connection it was not asked for.
         const remoteAddress = socket.remoteAddress;
-        socket.write(refusal(status, lines));
+        socket.write(refusal(status, error.code, lines));
         log.info({ reqId: id, client: { remoteAddress }, res: { statusCode: status }, reason: error.code }, 'request refused');
         closeLingering(socket);
         return;
@@ -96,13 +96,15 @@ export function afterOwedAnswers(socket: Socket, answer: ServerResponse, then: (
 type ParserError = NodeJS.ErrnoException & { readonly rawPacket?: unknown };
 
 /** The refusal as written to the socket, with the header lines every answer carries. */
-function refusal(status: number, everyAnswer: string): string {
+function refusal(status: number, code: string | undefined, everyAnswer: string): string {
   const detail =
     status === 408
       ? 'The request took too long to arrive.'
       : status === 431
         ? 'The request headers are too large.'
-        : 'The request is not valid HTTP/1.1 (for example an unknown method or a malformed header).';
+        : code === 'HPE_INVALID_URL'
+          ? 'The request target holds a character a URL may not (a space, a control character or a byte outside ASCII); percent-encode it (é as %C3%A9).'
+          : 'The request is not valid HTTP/1.1 (for example an unknown method or a malformed header).';
   const body = JSON.stringify(problemBody(status, detail));
   return (
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${everyAnswer}Content-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
