@@ -3,7 +3,8 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import type { AnswerHeaders } from '../contract/answer-headers.js';
-import { PROBLEM_CONTENT_TYPE, problemBody, sendProblem } from '../contract/problem.js';
+import { HttpProblem, PROBLEM_CONTENT_TYPE, problemBody, sendProblem } from '../contract/problem.js';
+import { absoluteTarget, unnamedHost } from '../guards/request-address.js';
 import { closeLingering } from './linger.js';
 import { answerBeingWritten } from './node-internals.js';
 import type { UnroutedAnswers } from '../observability/unrouted-answers.js';
@@ -11,16 +12,25 @@ import type { UnroutedAnswers } from '../observability/unrouted-answers.js';
 /**
  * Fastify's own answers to a path it cannot decode (`%ZZ`) or to an over-long path parameter, as
  * problem documents. Neither path can name a product, so both are a 404, logged and counted as one.
+ * An absolute-form target whose host is no host (`http://shop.example:99999/...`) reaches the router
+ * as a path it cannot read; it is the 400 that such a target gets on every route.
  */
 export function frameworkErrors(headers: AnswerHeaders, unrouted: UnroutedAnswers): NonNullable<FastifyServerOptions['frameworkErrors']> {
-  return (_error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+  return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     // The router refused the request before any hook ran: none logs or counts it.
     const started = performance.now();
     headers.apply(request, reply);
-    sendProblem(reply, 404, 'There is nothing at this address: its path is not a valid URL path.');
-    unrouted.answered(request.id, request, 404, performance.now() - started);
+    const problem = !request.url.startsWith('/') && absoluteTarget(request.url) === undefined ? unnamedHost() : new HttpProblem(404, `There is nothing at this address: ${UNREAD_PATHS[error.code] ?? UNREAD_PATHS['FST_ERR_BAD_URL']}`);
+    sendProblem(reply, problem.status, problem.message);
+    unrouted.answered(request.id, request, problem.status, performance.now() - started);
   };
 }
+
+/** Why the router reads no route from a path, by its error's code. */
+const UNREAD_PATHS: Readonly<Record<string, string>> = {
+  FST_ERR_BAD_URL: 'its path is not valid percent-encoding of UTF-8 text.',
+  FST_ERR_MAX_PARAM_LENGTH: 'a part of its path is longer than any this service reads (200 characters).',
+};
 
 /**
  * Answers what Node's HTTP parser refuses before Fastify sees a request (an unknown method, a broken

@@ -82,9 +82,8 @@ export function countHeader(rawHeaders: readonly string[], name: string): number
 export function requestAddress(request: FastifyRequest): RequestAddress {
   const target = request.url;
   if (!target.startsWith('/')) {
-    // `URL.parse` gives null where `new URL` would throw (a port past 65535, say): a 400, not a 500.
-    const url = URL.parse(target);
-    if (url === null || !isValidHost(url.host)) throw new HttpProblem(400, 'The request target does not name a valid host.');
+    const url = absoluteTarget(target);
+    if (url === undefined) throw unnamedHost();
     return { base: `${linkScheme(request)}://${url.host}`, path: url.pathname, params: checkedQuery(url.search.slice(1)) };
   }
   const query = target.indexOf('?');
@@ -93,6 +92,18 @@ export function requestAddress(request: FastifyRequest): RequestAddress {
     path: query === -1 ? target : target.slice(0, query),
     params: checkedQuery(query === -1 ? '' : target.slice(query + 1)),
   };
+}
+
+/** An absolute-form request target (`http://host/path`) as a URL, or `undefined` where it names no valid host. */
+export function absoluteTarget(target: string): URL | undefined {
+  // `URL.parse` gives null where `new URL` would throw (a port past 65535, say): a 400, not a 500.
+  const url = URL.parse(target);
+  return url === null || !isValidHost(url.host) ? undefined : url;
+}
+
+/** The refusal of an absolute-form target that names no valid host. */
+export function unnamedHost(): HttpProblem {
+  return new HttpProblem(400, 'The request target does not name a valid host.');
 }
 
 /**
