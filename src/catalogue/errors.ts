@@ -145,3 +145,25 @@ export class SearchCatchingUpError extends Error {
     this.pending = pending;
   }
 }
+
+/**
+ * A bulk write failed, and undoing what it had written could not be finished either (the database went
+ * away and did not come back in time): part of what it wrote is still in the catalogue until another
+ * process finishes the undo (its journal says what is left).
+ */
+export class UndoCutShortError extends Error {
+  constructor(failure: unknown, undoFailure: unknown) {
+    const why = messageOf(failure);
+    const undoWhy = messageOf(undoFailure);
+    super(
+      `${why} Undoing what had been written was cut short as well${undoWhy === why ? '' : ` (${undoWhy.replace(/\.$/, '')})`}: part of it stays in the catalogue until a running service, or the next import, price list, removal or restore, finishes undoing it.`,
+      { cause: failure },
+    );
+    this.name = 'UndoCutShortError';
+  }
+}
+
+function messageOf(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return /[.!?]$/.test(message) ? message : `${message}.`;
+}

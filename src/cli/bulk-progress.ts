@@ -1,4 +1,6 @@
 import { SingleBar } from 'cli-progress';
+import { errorMessage } from '../error-details.js';
+import { UNDO_RETRY_MS } from '../storage/bulk-write-journal.js';
 import type { BulkOptions, BulkWait } from '../storage/store.js';
 
 /**
@@ -13,6 +15,9 @@ export function bulkProgress(verbose: boolean): BulkOptions {
     onUndo: ({ steps }) => {
       // Stopped: the command's one line says it all.
       if (steps > 0 && !stop.aborted) console.error(`Undoing the ${steps} step${steps === 1 ? '' : 's'} already written…`);
+    },
+    onUndoRetry: (error) => {
+      console.error(`${errorMessage(error).replace(/\.$/, '')}; undoing goes on once it is back (for up to ${UNDO_RETRY_MS / 1000} s)…`);
     },
     onFinished: ({ steps, longestMs }) => {
       if (verbose) console.error(`${steps} step${steps === 1 ? '' : 's'}; the write lock was held at most ${longestMs.toFixed(1)} ms at a time.`);

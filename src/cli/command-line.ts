@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { BulkWriteRunningError, DuplicateBarcodeError } from '../catalogue/errors.js';
+import { BulkWriteRunningError, DuplicateBarcodeError, UndoCutShortError } from '../catalogue/errors.js';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { errorCode, errorMessage } from '../error-details.js';
 import { SchemaNotCurrentError } from '../storage/migrations.js';
@@ -149,6 +149,7 @@ export function fileToRead(parsed: ParsedArguments, verb: string): FileToRead {
 /** What a bulk command reading a file (`import`, `restore`) says when it failed; nothing was written then. */
 export function bulkFileFailure(error: unknown, path: string, command: 'import' | 'restore', waited = ''): CommandFailure {
   const done = command === 'import' ? 'imported' : 'restored';
+  if (error instanceof UndoCutShortError) return new CommandFailure(`${command[0]!.toUpperCase()}${command.slice(1)} failed: ${error.message}`);
   if (error instanceof StoppedBySignal) return new CommandFailure(`${error.message}; what was written is undone: nothing was ${done}.`);
   if (error instanceof UnreadableFileError) return new CommandFailure(`${path}: ${error.message.replace(/([^.])$/, '$1.')} Nothing was ${done}.`);
   if (error instanceof DuplicateBarcodeError) return new CommandFailure(`${error.message} It was added while the ${command} ran; nothing was ${done}.`);

@@ -1,4 +1,4 @@
-import { BulkWriteRunningError, UnknownBarcodesError } from '../catalogue/errors.js';
+import { BulkWriteRunningError, UndoCutShortError, UnknownBarcodesError } from '../catalogue/errors.js';
 import { errorMessage } from '../error-details.js';
 import type { CatalogueStore } from '../storage/store.js';
 import { barcodeArguments, readBarcodeFile, type ListedBarcode } from './barcode-list.js';
@@ -60,6 +60,7 @@ bulk write under way, or still under way after --wait=SECONDS, a database error)
       return EXIT.done;
     } catch (error) {
       if (error instanceof CommandFailure) throw error;
+      if (error instanceof UndoCutShortError) throw new CommandFailure(`Removal failed: ${error.message}`);
       if (error instanceof StoppedBySignal) throw new CommandFailure(`${error.message}; what was written is undone: nothing was removed.`);
       if (error instanceof UnreadableFileError) throw new CommandFailure(`${String(file)}: ${error.message.replace(/([^.])$/, '$1.')} Nothing was removed.`);
       if (error instanceof UnknownBarcodesError) throw new CommandFailure(`${error.message} They were removed by another writer meanwhile; nothing was removed.`);

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
-import { BulkWriteRunningError, RestoreRunningError } from '../catalogue/errors.js';
+import { BulkWriteRunningError, RestoreRunningError, StoreBusyError, StoreTimeoutError, StoreUnavailableError } from '../catalogue/errors.js';
 import type { Database } from './schema.js';
 import type { StoreContext } from './store-context.js';
 import type { BulkWait } from './store.js';
@@ -20,6 +20,13 @@ export const ABANDONED_AFTER_MS = 120_000;
  * table, without any lock.
  */
 const WAIT_LOOKS_EVERY_MS = 1_000;
+
+/**
+ * How long a failed bulk write tries again to undo its steps while the database is away (a restart, a
+ * cut connection, a lock): half of ABANDONED_AFTER_MS, so that no other process takes it for abandoned
+ * and undoes it at the same time.
+ */
+export const UNDO_RETRY_MS = ABANDONED_AFTER_MS / 2;
 
 /** Products put back, or journal rows dropped, per transaction while a bulk write is undone or cleaned up. */
 const ROWS_PER_UNDO_STEP = 1_000;
@@ -165,10 +172,26 @@ export class BulkWriteJournal {
     await dropJournal(this.#context, this.#id);
   }
 
-  /** Undoes every step, newest first, in short transactions. */
-  async undo(): Promise<UndoOutcome> {
-    await this.#context.run(() => this.#context.writeDb.updateTable('bulk_write').set({ state: 'undoing' }).where('id', '=', this.#id).execute());
-    return undoSteps(this.#context, this.#id);
+  /**
+   * Undoes every step, newest first, in short transactions. While the database is away it tries again
+   * (each step undone stays undone) for up to `retryMs`, telling `onRetry` once.
+   *
+   * @throws the database's last error, once `retryMs` has passed or for any other failure.
+   */
+  async undo(retryMs = UNDO_RETRY_MS, onRetry?: (error: unknown) => void): Promise<UndoOutcome> {
+    const until = Date.now() + retryMs;
+    for (let delay = 250, told = false; ; delay = Math.min(2 * delay, 5_000)) {
+      try {
+        await this.#context.run(() => this.#context.writeDb.updateTable('bulk_write').set({ state: 'undoing' }).where('id', '=', this.#id).execute());
+        return await undoSteps(this.#context, this.#id);
+      } catch (error) {
+        const away = error instanceof StoreUnavailableError || error instanceof StoreBusyError || error instanceof StoreTimeoutError;
+        if (!away || Date.now() + delay > until) throw error;
+        if (!told) onRetry?.(error);
+        told = true;
+        await sleep(delay);
+      }
+    }
   }
 
   /**

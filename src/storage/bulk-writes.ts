@@ -1,5 +1,5 @@
 import { sql, type Transaction } from 'kysely';
-import { CatalogueNotEmptyError, DuplicateBarcodeError, UnknownBarcodesError } from '../catalogue/errors.js';
+import { CatalogueNotEmptyError, DuplicateBarcodeError, UndoCutShortError, UnknownBarcodesError } from '../catalogue/errors.js';
 import type { NewProduct, Product } from '../catalogue/product.js';
 import { BulkWriteJournal, type BulkWriteKind } from './bulk-write-journal.js';
 import { stateOf, STATE_ROW, writeNewCatalogueId } from './catalogue-state.js';
@@ -187,7 +187,13 @@ export class BulkWrites {
       return total;
     } catch (error) {
       options.onUndo?.({ steps: journal.holds.steps });
-      const { notRestored } = await journal.undo();
+      let notRestored: readonly string[];
+      try {
+        ({ notRestored } = await journal.undo(options.undoRetryMs, options.onUndoRetry));
+      } catch (undoError) {
+        options.onFinished?.(journal.holds);
+        throw new UndoCutShortError(this.#context.translate(error, 'a step of a bulk write'), undoError);
+      }
       options.onFinished?.(journal.holds);
       if (notRestored.length > 0) options.onNotRestored?.(notRestored);
       throw await this.#refusal(error, chunk);

@@ -332,6 +332,13 @@ export interface BulkOptions {
   readonly signal?: AbortSignal;
   /** It failed after `steps` steps, which are being undone now. */
   onUndo?(done: { readonly steps: number }): void;
+  /**
+   * The undo found the database away (cut off, restarting, locked) and tries again, for up to
+   * `undoRetryMs` (default UNDO_RETRY_MS, bulk-write-journal.ts); past it the bulk write fails with
+   * UndoCutShortError. Told once, when it first tries again.
+   */
+  onUndoRetry?(error: unknown): void;
+  readonly undoRetryMs?: number;
   /** Done or undone: how many steps it had, and the longest any of them held the write lock. */
   onFinished?(holds: { readonly longestMs: number; readonly steps: number }): void;
   /** Undone, except these removed products: another product took their barcode meanwhile. */

@@ -1,4 +1,5 @@
 import { createConnection, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { postgres } from './stores.js';
 
 /**
  * A TCP relay on 127.0.0.1 that plays network outages between the service and its database: a cut
@@ -86,4 +87,20 @@ export class TcpProxy {
     // After the pipes, which set both sockets flowing.
     if (this.#frozen) for (const socket of [client, upstream]) socket.pause();
   }
+}
+
+/**
+ * A fresh PostgreSQL database (`postgres.create()`'s) and an open proxy in front of it: its own URL
+ * (`direct`, for reading back behind the proxy's back) and the URL through the proxy (`proxied`).
+ */
+export async function postgresBehindProxy(): Promise<{ proxy: TcpProxy; direct: string; proxied: string; drop: () => Promise<void> }> {
+  const { location, drop } = await postgres.create();
+  if (location.kind !== 'postgres') throw new Error('expected a PostgreSQL location');
+  const direct = new URL(location.url);
+  const proxy = new TcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
+  await proxy.open();
+  const proxied = new URL(location.url);
+  proxied.hostname = '127.0.0.1';
+  proxied.port = String(proxy.port);
+  return { proxy, direct: location.url, proxied: proxied.toString(), drop };
 }

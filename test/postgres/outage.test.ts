@@ -8,7 +8,7 @@ import { createProduct, uniqueBarcode } from '../helpers/products.js';
 import { startServer, type RunningServer, type ServerOptions } from '../helpers/server.js';
 import { withClient } from '../helpers/outside-sql.js';
 import { postgres } from '../helpers/stores.js';
-import { TcpProxy } from '../helpers/tcp-proxy.js';
+import { postgresBehindProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { insertLongNamedProducts } from '../helpers/many-products.js';
 
 const UNAVAILABLE = {
@@ -27,16 +27,9 @@ async function timed(request: () => Promise<RawResponse>): Promise<RawResponse &
 
 /** A fresh PostgreSQL database, a proxy in front of it, and the service connected through the proxy. */
 async function startBehindProxy(env: Record<string, string> = {}, options: ServerOptions = {}): Promise<{ proxy: TcpProxy; server: RunningServer; direct: string; drop: () => Promise<void> }> {
-  const { location, drop } = await postgres.create();
-  if (location.kind !== 'postgres') throw new Error('expected a PostgreSQL location');
-  const direct = new URL(location.url);
-  const proxy = new TcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
-  await proxy.open();
-  const proxied = new URL(location.url);
-  proxied.hostname = '127.0.0.1';
-  proxied.port = String(proxy.port);
-  const server = await startServer({ kind: 'postgres', url: proxied.toString() }, env, options);
-  return { proxy, server, direct: location.url, drop };
+  const { proxy, direct, proxied, drop } = await postgresBehindProxy();
+  const server = await startServer({ kind: 'postgres', url: proxied }, env, options);
+  return { proxy, server, direct, drop };
 }
 
 type Product = Awaited<ReturnType<typeof createProduct>>;
@@ -301,20 +294,13 @@ describe('PostgreSQL table locked by another connection while the service runs',
 
 describe('PostgreSQL silent when the service is stopped', { skip: postgres.skip }, () => {
   it('exits 0 once every request is answered, without waiting for the silent database to let go of its connections', async (t) => {
-    const { location, drop } = await postgres.create();
+    const { proxy, proxied, drop } = await postgresBehindProxy();
     t.after(drop);
-    if (location.kind !== 'postgres') throw new Error('expected a PostgreSQL location');
-    const direct = new URL(location.url);
-    const proxy = new TcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
-    await proxy.open();
     t.after(async () => {
       proxy.thaw();
       await proxy.cut();
     });
-    const proxied = new URL(location.url);
-    proxied.hostname = '127.0.0.1';
-    proxied.port = String(proxy.port);
-    const server = await spawnServer({ DATABASE_URL: databaseUrl({ kind: 'postgres', url: proxied.toString() }), WORKERS: '1', LOG_LEVEL: 'debug' });
+    const server = await spawnServer({ DATABASE_URL: databaseUrl({ kind: 'postgres', url: proxied }), WORKERS: '1', LOG_LEVEL: 'debug' });
     t.after(() => server.process.kill('SIGKILL'));
     // A service just started may still call itself overloaded for a moment on a busy machine.
     await passesWithin(5_000, async () => void (await createProduct(server.url, { name: 'Espresso 1 kg' })), 100);
