@@ -10,6 +10,7 @@ import { withClient } from '../helpers/outside-sql.js';
 import { postgres } from '../helpers/stores.js';
 import { postgresBehindProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { insertLongNamedProducts } from '../helpers/many-products.js';
+import { openEventStream } from '../helpers/event-stream.js';
 
 const UNAVAILABLE = {
   type: 'about:blank',
@@ -259,7 +260,7 @@ describe('PostgreSQL table locked by another connection while the service runs',
     const { location, drop } = await postgres.create();
     t.after(drop);
     if (location.kind !== 'postgres') throw new Error('expected a PostgreSQL location');
-    const server = await startServer(location, { WRITE_WAIT_MS: '200' });
+    const server = await startServer(location, { WRITE_WAIT_MS: '200', CHANGE_STREAMS_MAX: '2' });
     t.after(() => server.stop());
     // With workers, the primary asks each of them whether it is ready: the lock's kind crosses the processes.
     const workers = await spawnServer({ DATABASE_URL: databaseUrl(location), WORKERS: '2', WRITE_WAIT_MS: '200' });
@@ -280,6 +281,13 @@ describe('PostgreSQL table locked by another connection while the service runs',
       assert.equal(read.status, 503, read.text);
       assert.equal(read.headers['retry-after'], '1');
       assert.equal((read.json as { detail: string }).detail, 'The catalogue is locked by another connection for longer than the service waits. Try again in a moment.');
+      // A change stream too: the same 503 before it starts, not a stream that opens and then breaks.
+      for (const headers of [{ Accept: 'text/event-stream' }, { Accept: 'text/event-stream', 'Last-Event-ID': '1' }]) {
+        const stream = await send(`${server.url}/api/v2/shop/changes`, { headers });
+        assert.equal(stream.status, 503, stream.text);
+        assert.equal(stream.headers['retry-after'], '1');
+        assert.equal((stream.json as { detail: string }).detail, 'The catalogue is locked by another connection for longer than the service waits. Try again in a moment.');
+      }
       const write = await postJson(`${server.url}/api/v1/shop/product/`, JSON.stringify(tea));
       assert.equal(write.status, 503, write.text);
       assert.equal((write.json as { detail: string }).detail, 'The catalogue is busy with another write; nothing was changed. Try again in a moment.');
@@ -289,6 +297,10 @@ describe('PostgreSQL table locked by another connection while the service runs',
     assert.equal((await send(`${workers.url}/readyz`)).status, 200);
     const list = await send(`${server.url}/api/v1/shop/products`);
     assert.deepEqual(list.json, [espresso], 'the refused create stored nothing');
+    // The refused streams gave their room back: both of CHANGE_STREAMS_MAX are there to take.
+    const streams = await Promise.all([openEventStream(`${server.url}/api/v2/shop/changes`), openEventStream(`${server.url}/api/v2/shop/changes`)]);
+    for (const stream of streams) stream.close();
+    assert.deepEqual(streams.map((stream) => stream.status), [200, 200]);
   });
 });
 

@@ -215,9 +215,19 @@ export class ChangeStreams {
 
   /**
    * Answers `request` with the stream of every change after version `since`, until the client goes
-   * away or the service stops. It takes the room `claim` gave.
+   * away or the service stops. It takes the room `claim` gave. The first page of changes is read before
+   * the answer starts: a database that cannot be read now (away, or shut to readers by a lock) is the
+   * 503 any read gets, with its Retry-After, not a stream that opens and then breaks; the room is
+   * given back then.
    */
-  follow(request: FastifyRequest, reply: FastifyReply, since: number): FastifyReply {
+  async follow(request: FastifyRequest, reply: FastifyReply, since: number): Promise<FastifyReply> {
+    let first: CatchUpPage;
+    try {
+      first = await this.#readAfter(since);
+    } catch (error) {
+      this.release();
+      throw error;
+    }
     const body = new PassThrough();
     const stream: Stream = { body, socket: request.socket, position: since, live: false, closed: false, behindSince: 0, writtenSince: 0, largestSince: 0 };
     if (this.#shared === undefined) this.#claimed -= 1;
@@ -238,7 +248,7 @@ export class ChangeStreams {
     // the connection goes: it held its place among CHANGE_STREAMS_MAX until dropped as stalled (30 s).
     whenConnectionGone(request.raw, () => body.destroy());
     write(stream, `retry: ${RECONNECT_MS}\n\n`);
-    void this.#catchUp(stream).catch((error: unknown) => (error instanceof StalledError ? this.#dropSlow(stream) : this.#disconnect(stream)));
+    void this.#catchUp(stream, first).catch((error: unknown) => (error instanceof StalledError ? this.#dropSlow(stream) : this.#disconnect(stream)));
     return asEventStream(reply).send(body);
   }
 
@@ -260,9 +270,11 @@ export class ChangeStreams {
    * taken the last, then `caught-up`, and makes it live. The live source may have read further
    * meanwhile: then the stream catches up again before it joins, so that it misses nothing in between.
    */
-  async #catchUp(stream: Stream): Promise<void> {
+  async #catchUp(stream: Stream, first?: CatchUpPage): Promise<void> {
+    let read = first;
     while (!stream.closed) {
-      const page = await this.#readAfter(stream.position);
+      const page = read ?? (await this.#readAfter(stream.position));
+      read = undefined;
       if (stream.closed || !sameCatalogue(stream, page)) return;
       if (page.events.length > 0 && !(await this.#catchUpTurns.run(() => this.#writePage(stream, page.events)))) return;
       if (page.last !== undefined) stream.position = page.last;
