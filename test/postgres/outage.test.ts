@@ -282,7 +282,7 @@ describe('PostgreSQL table locked by another connection while the service runs',
       assert.equal(read.headers['retry-after'], '1');
       assert.equal((read.json as { detail: string }).detail, 'The catalogue is locked by another connection for longer than the service waits. Try again in a moment.');
       // A change stream too: the same 503 before it starts, not a stream that opens and then breaks.
-      for (const headers of [{ Accept: 'text/event-stream' }, { Accept: 'text/event-stream', 'Last-Event-ID': '1' }]) {
+      for (const headers of [{ Accept: 'text/event-stream' }, { Accept: 'text/event-stream', 'Last-Event-ID': '1' }] as Array<Record<string, string>>) {
         const stream = await send(`${server.url}/api/v2/shop/changes`, { headers });
         assert.equal(stream.status, 503, stream.text);
         assert.equal(stream.headers['retry-after'], '1');
