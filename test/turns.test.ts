@@ -13,6 +13,14 @@ function heldTask(): { task: () => Promise<string>; end: (value: string) => void
   return { task: () => (start(), ended), end, started };
 }
 
+/** A task that fails when the test says. */
+function failingLater(): { task: () => Promise<never>; fail: (error: Error) => void; started: Promise<void> } {
+  let fail: (error: Error) => void = () => undefined;
+  let start: () => void = () => undefined;
+  const started = new Promise<void>((resolve) => (start = resolve));
+  return { task: () => (start(), new Promise<never>((_, reject) => (fail = reject))), fail: (error) => fail(error), started };
+}
+
 /** Keeps the one thread for `ms`: time passes, and no timer can run meanwhile. */
 function busyFor(ms: number): void {
   const until = performance.now() + ms;
@@ -72,5 +80,31 @@ describe('turns', () => {
     assert.equal(settled, false);
     hanging.end('done');
     assert.equal(await waiting, 'ran');
+  });
+
+  it('fail the tasks waiting behind one that failed with a shared failure with it, without running them, and run the next one given', async () => {
+    class Shut extends Error {}
+    const turns = new Turns(undefined, (error) => error instanceof Shut);
+    const failingTask = failingLater();
+    const failing = turns.run(failingTask.task);
+    let ran = 0;
+    const waiting = Array.from({ length: 5 }, () => turns.run(async () => (ran += 1)));
+    await failingTask.started;
+    const shut = new Shut('locked');
+    failingTask.fail(shut);
+    await assert.rejects(failing, (error) => error === shut);
+    for (const wait of waiting) await assert.rejects(wait, (error) => error === shut);
+    assert.equal(ran, 0);
+    // Given after the failure: it runs, and may find the database back.
+    assert.equal(await turns.run(async () => 'next'), 'next');
+
+    // Another failure is each task's own.
+    const otherTask = failingLater();
+    const other = turns.run(otherTask.task);
+    const behind = turns.run(async () => 'ran');
+    await otherTask.started;
+    otherTask.fail(new Error('bad statement'));
+    await assert.rejects(other, /bad statement/);
+    assert.equal(await behind, 'ran');
   });
 });

@@ -48,6 +48,15 @@ export class StoreUnavailableError extends Error {
 }
 
 /**
+ * Whether `error` says that the database cannot be read now, by this read or the next: it is away, or a
+ * lock shuts readers out past the wait. Reads that take turns behind one that failed so share its
+ * failure (turns.ts) rather than each waiting as long for the same.
+ */
+export function isDatabaseShut(error: unknown): boolean {
+  return error instanceof StoreUnavailableError || error instanceof StoreBusyError;
+}
+
+/**
  * A write waited for another writer's lock on the catalogue (another process's import, plain SQL)
  * longer than it may; nothing was stored, and a retry in a moment may succeed.
  */

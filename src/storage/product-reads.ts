@@ -1,5 +1,6 @@
 import { sql, type CompiledQuery, type RawBuilder } from 'kysely';
 import type { Product } from '../catalogue/product.js';
+import { isDatabaseShut } from '../catalogue/errors.js';
 import type { DialectFastPaths, StateRow, StoreDialect } from './dialect.js';
 import { PRODUCT_COLUMNS, toProduct, type ProductRow } from './product-row.js';
 import { giveUpWaiting, MISSING_STATE, type StoreContext } from './store-context.js';
@@ -32,7 +33,7 @@ export class ProductReads {
     const { db } = context;
     this.#context = context;
     this.#fast = context.dialect.fastPaths ?? {};
-    this.#listSteps = new Turns(giveUpWaiting(context.dialect, 'a step of the list'));
+    this.#listSteps = new Turns(giveUpWaiting(context.dialect, 'a step of the list'), isDatabaseShut);
     this.#findQuery = db.selectFrom('product').select(PRODUCT_COLUMNS).where('pk', '=', 0).compile();
     this.#stateQuery = sql<StateRow>`${sql.raw(STATE_ROW)}`.compile(db);
     this.#pageQuery = pageQuery(0, 0).compile(db);

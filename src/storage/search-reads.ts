@@ -1,5 +1,5 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import { SearchCatchingUpError } from '../catalogue/errors.js';
+import { isDatabaseShut, SearchCatchingUpError } from '../catalogue/errors.js';
 import type { Product } from '../catalogue/product.js';
 import type { ProductFilter } from '../catalogue/search.js';
 import type { FilterSource } from './dialect.js';
@@ -88,7 +88,7 @@ export class SearchReads {
   constructor(context: StoreContext, revision: () => Promise<number>) {
     this.#context = context;
     this.#revision = revision;
-    this.#fullReads = new Turns(giveUpWaiting(context.dialect, 'a search'));
+    this.#fullReads = new Turns(giveUpWaiting(context.dialect, 'a search'), isDatabaseShut);
     const dense = context.dialect.search.denseTexts;
     this.#sample = dense === undefined ? undefined : new NameSample(context, dense);
   }

@@ -1,5 +1,6 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { isDatabaseShut } from '../../catalogue/errors.js';
 import type { CatalogueStore, Change } from '../../storage/store.js';
 import { Turns } from '../../turns.js';
 import { CatchUpPace } from './catch-up-pace.js';
@@ -144,7 +145,7 @@ export class ChangeStreams {
    * past the pool's limit and fail, with the stream already answered 200; and a page written to a
    * thousand streams at once would hold every other request up meanwhile.
    */
-  readonly #catchUpTurns = new Turns();
+  readonly #catchUpTurns = new Turns(undefined, isDatabaseShut);
   /** The sending of the streams catching up, paced in their turns: each page waits until the pages before have had their time. */
   readonly #catchUpPace: CatchUpPace;
   /** Catch-up reads queued or running, by the version they read after: streams there share one. */
