@@ -102,6 +102,26 @@ describeEachStore('odd and hostile requests', { env: { PAGE_SIZE: '1' } }, (ctx)
     assert.match(upgrade.toLowerCase(), /^http\/1\.1 200 [^]*\r\nconnection: close\r\n/);
   });
 
+  it('refuses a second Content-Type or Authorization as it does a second Host, creating nothing', async () => {
+    for (const [twice, name] of [
+      ['Content-Type: application/json\r\nContent-Type: text/plain', 'Content-Type'],
+      ['Content-Type: application/json\r\nAuthorization: Bearer a\r\nauthorization: Bearer b', 'Authorization'],
+    ] as const) {
+      const barcode = uniqueBarcode();
+      const body = JSON.stringify({ name: 'Sent with two', barcode, price: '1.00' });
+      const raw = await rawExchange(ctx.server.url, `POST /api/v1/shop/product/ HTTP/1.1\r\nHost: shop.example\r\n${twice}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+      const answer = problemOf(raw);
+      assert.equal(answer.status, 400, raw.slice(0, 300));
+      assert.equal(answer.body.detail, `The request has more than one ${name} header.`);
+      assert.deepEqual((await send(`${ctx.server.url}/api/v1/shop/products?barcode=${barcode}`)).json, []);
+    }
+    // A kept answer too is the routes' refusal, not the answer kept.
+    const kept = `/api/v1/shop/product/${pk}`;
+    assert.equal((await send(`${ctx.server.url}${kept}`)).status, 200);
+    const raw = await rawExchange(ctx.server.url, `GET ${kept} HTTP/1.1\r\nHost: shop.example\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\nConnection: close\r\n\r\n`);
+    assert.equal(problemOf(raw).status, 400);
+  });
+
   it('builds links from an absolute-form request target', async () => {
     const raw = await rawExchange(
       ctx.server.url,

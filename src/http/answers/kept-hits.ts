@@ -6,7 +6,7 @@ import { STOP_BEGINS } from '../connection/stop.js';
 import { isHttp1 } from '../connection/request-framing.js';
 import type { RequestLog } from '../observability/request-log.js';
 import type { LimitedClient } from '../guards/limits.js';
-import { countHeader, type HitTarget, isValidHost, queryOf, queryProblem } from '../guards/request-address.js';
+import { headerGivenTwice, type HitTarget, isValidHost, queryOf, queryProblem } from '../guards/request-address.js';
 
 /** A route whose answers a `CachedAnswers` keeps, as the listener finds them. */
 export interface HitRoute {
@@ -168,7 +168,7 @@ export class KeptHits {
     }
     const { headers } = request;
     const host = headers.host;
-    if (host === undefined || !this.#isValidHost(host) || countHeader(request.rawHeaders, 'host') !== 1) return false;
+    if (host === undefined || !this.#isValidHost(host) || headerGivenTwice(request.rawHeaders) !== undefined) return false;
     for (const name of ASKING_MORE) if (headers[name] !== undefined) return false;
     const encoded = queryOf(url);
     if (encoded !== undefined && queryProblem(encoded) !== undefined) return false;

@@ -37,7 +37,8 @@ export interface RequestAddress {
 }
 
 /**
- * Refuses a request whose `Host` is not a plain host and port, that has more than one `Host`, or an
+ * Refuses a request whose `Host` is not a plain host and port, that has more than one `Host` (or
+ * `Content-Type`, or `Authorization`: ONCE_ONLY), or an
  * HTTP/1.1 request that has none (RFC 9112 §3.2: 400), because the host is written into the absolute
  * links the service returns. HTTP/1.0 has no Host requirement: links then use the local address.
  * Refuses too, on every route, a query whose percent-encoding is broken (`?x=%ff`), before the body is
@@ -47,8 +48,8 @@ export interface RequestAddress {
 export function useRequestAddressChecks(app: FastifyInstance): void {
   // A callback hook: an async one costs a promise per request for no waiting.
   app.addHook('onRequest', (request, _reply, done) => {
-    // Node keeps the first of several Host headers; which one a proxy in front used is anyone's guess.
-    if (countHeader(request.raw.rawHeaders, 'host') > 1) return done(new HttpProblem(400, 'The request has more than one Host header.'));
+    const twice = headerGivenTwice(request.raw.rawHeaders);
+    if (twice !== undefined) return done(new HttpProblem(400, `The request has more than one ${twice} header.`));
     const host = request.headers.host;
     if (host === undefined && request.raw.httpVersion === '1.1') return done(new HttpProblem(400, 'The request has no Host header.'));
     if (host !== undefined && !isValidHost(host)) return done(new HttpProblem(400, 'The Host header is not a valid host name and port.'));
@@ -67,11 +68,28 @@ export function queryOf(target: string): string | undefined {
   return start !== -1 && target.includes('%', start) ? target.slice(start + 1) : undefined;
 }
 
-/** How many times a request carries the header `name` (lower case). */
-export function countHeader(rawHeaders: readonly string[], name: string): number {
-  let count = 0;
-  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.toLowerCase() === name) count += 1;
-  return count;
+/**
+ * Headers a request may carry once only, by their lower-case names. Node keeps the first of several and
+ * drops the rest unseen, while a proxy in front may have read the last: which `Host` the links name,
+ * which `Content-Type` the body is read as, which token is checked, would be anyone's guess.
+ */
+const ONCE_ONLY: ReadonlyMap<string, { readonly bit: number; readonly shown: string }> = new Map([
+  ['host', { bit: 1, shown: 'Host' }],
+  ['content-type', { bit: 2, shown: 'Content-Type' }],
+  ['authorization', { bit: 4, shown: 'Authorization' }],
+]);
+
+/** The name of a header the request carries more than once that it may carry once only, or `undefined`. */
+export function headerGivenTwice(rawHeaders: readonly string[]): string | undefined {
+  // Bits, not a set: every request passes here, the kept answers' included.
+  let seen = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const once = ONCE_ONLY.get(rawHeaders[i]!.toLowerCase());
+    if (once === undefined) continue;
+    if ((seen & once.bit) !== 0) return once.shown;
+    seen |= once.bit;
+  }
+  return undefined;
 }
 
 /**
