@@ -1,7 +1,7 @@
 import { SingleBar } from 'cli-progress';
 import { errorMessage } from '../error-details.js';
 import { UNDO_RETRY_MS } from '../storage/bulk-write-journal.js';
-import type { BulkOptions, BulkWait } from '../storage/store.js';
+import type { BulkOptions, BulkWait, RunningBulkWrite } from '../storage/store.js';
 
 /**
  * What a bulk command (import, remove, restore) says on standard error while the store writes in steps: that
@@ -16,6 +16,7 @@ export function bulkProgress(verbose: boolean): BulkOptions {
       // Stopped: the command's one line says it all.
       if (steps > 0 && !stop.aborted) console.error(`Undoing the ${steps} step${steps === 1 ? '' : 's'} already written…`);
     },
+    onAbandonedUndone: tellAbandonedUndone,
     onUndoRetry: (error) => {
       console.error(`${errorMessage(error).replace(/\.$/, '')}; undoing goes on once it is back (for up to ${UNDO_RETRY_MS / 1000} s)…`);
     },
@@ -26,6 +27,11 @@ export function bulkProgress(verbose: boolean): BulkOptions {
       console.error(`Could not put back ${barcodes.length} removed product${barcodes.length === 1 ? '' : 's'} whose barcode another product took meanwhile: ${barcodes.join(', ')}.`);
     },
   };
+}
+
+/** Says that a bulk write left half-written by a process that stopped was undone before this one. */
+export function tellAbandonedUndone({ kind, owner, startedAt }: RunningBulkWrite): void {
+  console.error(`First undid the ${kind} started at ${startedAt.toISOString()} by ${owner}, which its process had left half-written.`);
 }
 
 /** A bulk command stopped by a signal (Ctrl-C, a service manager's stop): what it wrote was undone. */

@@ -2,7 +2,7 @@ import { BulkWriteRunningError, UndoCutShortError, UnknownBarcodesError } from '
 import { errorMessage } from '../error-details.js';
 import type { CatalogueStore } from '../storage/store.js';
 import { barcodeArguments, readBarcodeFile, type ListedBarcode } from './barcode-list.js';
-import { bulkProgress, bulkWait, StoppedBySignal, waitedFor } from './bulk-progress.js';
+import { bulkProgress, bulkWait, StoppedBySignal, tellAbandonedUndone, waitedFor } from './bulk-progress.js';
 import { CommandFailure, EXIT, openConfiguredStore, readArguments, readWaitSeconds, UsageError, type Command } from './command-line.js';
 import { UnreadableFileError } from './unreadable-file.js';
 
@@ -52,7 +52,7 @@ bulk write under way, or still under way after --wait=SECONDS, a database error)
     const waiting = waitSeconds === undefined ? undefined : bulkWait(waitSeconds);
     try {
       // Before the barcodes are checked: the bulk write under way may add or remove the products they name.
-      if (waiting !== undefined) await store.waitForBulkWrite(waiting.wait);
+      if (waiting !== undefined) await store.waitForBulkWrite(waiting.wait, tellAbandonedUndone);
       waiting?.stop();
       const barcodes = await checkedBarcodes(store, list());
       const removed = await store.removeProducts(inBatches([...barcodes]), { ...bulkProgress(parsed.values['verbose'] === true), wait: waiting?.wait });

@@ -4,7 +4,7 @@ import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import { BulkWriteRunningError, RestoreRunningError, StoreBusyError, StoreTimeoutError, StoreUnavailableError } from '../catalogue/errors.js';
 import type { Database } from './schema.js';
 import type { StoreContext } from './store-context.js';
-import type { BulkWait } from './store.js';
+import type { BulkWait, RunningBulkWrite } from './store.js';
 
 /** How often a bulk write shows it is alive (in a step it writes anyway). */
 const HEARTBEAT_EVERY_MS = 5_000;
@@ -86,9 +86,9 @@ export class BulkWriteJournal {
    * `waitForBulkWrite` waits.
    * @throws BulkWriteRunningError when another bulk write is under way (still, at `wait.until`).
    */
-  static async start(context: StoreContext, kind: BulkWriteKind, wait?: BulkWait): Promise<BulkWriteJournal> {
+  static async start(context: StoreContext, kind: BulkWriteKind, wait?: BulkWait, onAbandonedUndone?: (write: RunningBulkWrite) => void): Promise<BulkWriteJournal> {
     for (;;) {
-      await waitForBulkWrite(context, wait);
+      await waitForBulkWrite(context, wait, onAbandonedUndone);
       const owner = ownerName();
       try {
         const id = await context.run(() =>
@@ -236,9 +236,9 @@ export class BulkWriteJournal {
  *
  * @throws BulkWriteRunningError naming the bulk write under way: at once without `wait`, else at `wait.until`.
  */
-export async function waitForBulkWrite(context: StoreContext, wait?: BulkWait): Promise<void> {
+export async function waitForBulkWrite(context: StoreContext, wait?: BulkWait, onAbandonedUndone?: (write: RunningBulkWrite) => void): Promise<void> {
   for (;;) {
-    await undoAbandonedBulkWrites(context);
+    await undoAbandonedBulkWrites(context, onAbandonedUndone);
     const running = await context.run(() => findRunning(context.db));
     if (running === undefined) return;
     const left = (wait?.until ?? 0) - Date.now();
@@ -259,10 +259,11 @@ async function findRunning(db: Kysely<Database>): Promise<BulkWriteRunningError 
  * was writing or undoing, drops the journal of one that was done. Several processes may call this at
  * once: each write is claimed by one of them.
  *
+ * @param onUndone told of each one undone (not of one that was done, whose journal is only dropped).
  * @returns how many bulk writes were taken care of.
  */
-export async function undoAbandonedBulkWrites(context: StoreContext): Promise<number> {
-  const writes = await context.run(() => context.db.selectFrom('bulk_write').select(['id', 'state', 'owner', 'heartbeat_at']).orderBy('id').execute());
+export async function undoAbandonedBulkWrites(context: StoreContext, onUndone?: (write: RunningBulkWrite) => void): Promise<number> {
+  const writes = await context.run(() => context.db.selectFrom('bulk_write').select(['id', 'kind', 'state', 'owner', 'started_at', 'heartbeat_at']).orderBy('id').execute());
   let handled = 0;
   for (const write of writes.filter(isAbandoned)) {
     const id = Number(write.id);
@@ -277,7 +278,10 @@ export async function undoAbandonedBulkWrites(context: StoreContext): Promise<nu
     );
     if (numUpdatedRows === 0n) continue;
     if (write.state === 'finishing') await dropJournal(context, id);
-    else await undoSteps(context, id);
+    else {
+      await undoSteps(context, id);
+      onUndone?.({ kind: write.kind, owner: write.owner, startedAt: new Date(Number(write.started_at)) });
+    }
     handled += 1;
   }
   return handled;

@@ -165,7 +165,7 @@ export class BulkWrites {
     add: (total: Total, outcome: Outcome) => Total,
     begin?: (journal: BulkWriteJournal) => Promise<boolean>,
   ): Promise<Total> {
-    const journal = await BulkWriteJournal.start(this.#context, kind, options.wait);
+    const journal = await BulkWriteJournal.start(this.#context, kind, options.wait, options.onAbandonedUndone);
     let chunk: readonly Item[] = [];
     try {
       if (begin !== undefined && !(await journal.whileAlive(begin(journal)))) {

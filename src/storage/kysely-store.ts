@@ -30,6 +30,7 @@ import type {
   ProductsJson,
   RestoreOptions,
   RestoreOutcome,
+  RunningBulkWrite,
 } from './store.js';
 
 /**
@@ -147,9 +148,9 @@ export class KyselyCatalogueStore implements CatalogueStore {
     return this.#written(this.#context.run(() => writeNewCatalogueId(this.#context.writeDb)));
   }
 
-  waitForBulkWrite(wait: BulkWait): Promise<void> {
+  waitForBulkWrite(wait: BulkWait, onAbandonedUndone?: (write: RunningBulkWrite) => void): Promise<void> {
     // It may undo an abandoned bulk write: a write.
-    return this.#written(waitForBulkWrite(this.#context, wait));
+    return this.#written(waitForBulkWrite(this.#context, wait, onAbandonedUndone));
   }
 
   undoAbandonedBulkWrites(): Promise<number> {

@@ -164,7 +164,7 @@ export interface CatalogueStore {
    * `wait.onWaiting`; it holds no lock and keeps no query open in between.
    * @throws BulkWriteRunningError naming the one still under way then.
    */
-  waitForBulkWrite(wait: BulkWait): Promise<void>;
+  waitForBulkWrite(wait: BulkWait, onAbandonedUndone?: (write: RunningBulkWrite) => void): Promise<void>;
 
   /**
    * Undoes bulk writes whose process died (not seen alive for two minutes), so that what they had
@@ -330,6 +330,8 @@ export interface BulkOptions {
    * is undone and it fails with the signal's reason.
    */
   readonly signal?: AbortSignal;
+  /** Before it started, it undid an abandoned bulk write (its process had stopped half-way): this one. */
+  onAbandonedUndone?(write: RunningBulkWrite): void;
   /** It failed after `steps` steps, which are being undone now. */
   onUndo?(done: { readonly steps: number }): void;
   /**

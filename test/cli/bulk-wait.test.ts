@@ -138,7 +138,12 @@ describeEachStore('bulk writes one at a time: --wait', { env: false, timeout: 60
     const held = await holdImport(t, shop);
     held.child.process.kill('SIGKILL');
     await held.child.exited;
-    assert.deepEqual(await runCli('remove', ['--wait=600', products[0]!.barcode], env), { code: 0, stdout: '', stderr: 'Removed 1 product.\n' });
+    // It says so: the products the import had written go as the command begins.
+    assert.deepEqual(await runCli('remove', ['--wait=600', products[0]!.barcode], env), {
+      code: 0,
+      stdout: '',
+      stderr: `First undid the import started at ${held.startedAt} by ${held.owner}, which its process had left half-written.\nRemoved 1 product.\n`,
+    });
     // The killed import's first step is undone, and the product removed.
     assert.equal((await store.describeCatalogue()).count, 0);
   });
