@@ -54,14 +54,17 @@ async function* csvBarcodes(text: AsyncIterable<string>): AsyncGenerator<ListedB
   }
 }
 
-/** The barcodes of a plain list, one a line. */
+/**
+ * The barcodes of a plain list, one a line. A barcode in double quotes is read without them: a column
+ * of barcodes kept as text is saved so by some spreadsheets, and no barcode holds a quote.
+ */
 async function* lineBarcodes(text: AsyncIterable<string>): AsyncGenerator<ListedBarcode> {
   let index = 0;
   for await (const { text: raw, line } of textLines(text)) {
-    const value = line === 1 ? raw.replace(/^\uFEFF/, '') : raw;
-    if (value.trim() === '') continue;
+    const value = (line === 1 ? raw.replace(/^\uFEFF/, '') : raw).trim();
+    if (value === '') continue;
     index += 1;
-    yield listed(value, index, `line ${line}`);
+    yield listed(/^"[^"]*"$/.test(value) ? value.slice(1, -1) : value, index, `line ${line}`);
   }
 }
 

@@ -78,7 +78,14 @@ describeEachStore('catalogue remove', { timeout: 360_000 }, (ctx) => {
       stderr: 'Removed 2 products.\n',
     });
     assert.deepEqual(await remove(['--file', tempFile(t, 'list.csv', `barcode\r\n${fromCsv.barcode}\r\n`)]), { code: 0, stdout: '', stderr: 'Removed 1 product.\n' });
-    for (const product of [upc, lines, fromCsv]) assert.equal((await send(`${url}/api/v1/shop/product/${product.pk}`)).status, 404);
+    // A column of barcodes kept as text, each quoted, as some spreadsheets save it; spaces around too.
+    const quoted = await createProduct(url, { name: 'Quoted' });
+    const spaced = await createProduct(url, { name: 'Spaced' });
+    assert.deepEqual(await remove(['--file', tempFile(t, 'quoted.txt', `"${quoted.barcode}"\n  " ${spaced.barcode} "  \n`)]), { code: 0, stdout: '', stderr: 'Removed 2 products.\n' });
+    const unbalanced = await remove(['--file', tempFile(t, 'unbalanced.txt', `"${quoted.barcode}\n`)]);
+    assert.equal(unbalanced.code, 1);
+    assert.match(unbalanced.stderr, /^line 1: /);
+    for (const product of [upc, lines, fromCsv, quoted, spaced]) assert.equal((await send(`${url}/api/v1/shop/product/${product.pk}`)).status, 404);
   });
 
   it('reads a CSV list as an import does: quoted line breaks (CRLF too) and semicolons, naming each row by the line it starts on', async (t) => {
