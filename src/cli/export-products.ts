@@ -3,7 +3,8 @@ import { pipeline } from 'node:stream/promises';
 import { stringify } from 'csv-stringify';
 import { formatPrice } from '../catalogue/price.js';
 import { NAMED_PKS } from '../catalogue/named-pks.js';
-import { checkNewProduct, PRODUCT_FIELDS, type Product } from '../catalogue/product.js';
+import { barcodeProblems } from '../catalogue/ean13.js';
+import { checkName, PRODUCT_FIELDS, type Product } from '../catalogue/product.js';
 import type { CatalogueStore } from '../storage/store.js';
 import { PK_COLUMN, type FileFormat } from './product-rows.js';
 import { nameForSpreadsheet } from './spreadsheet-names.js';
@@ -61,10 +62,14 @@ export interface ExportSummary {
   readonly unrestorable: { readonly count: number; readonly pks: readonly number[] };
 }
 
-/** Whether the restore's own check of a product's row takes it and gives back the same product. */
+/**
+ * Whether the restore's own checks take a product's name and barcode as they are. Its price needs none:
+ * the database keeps every price whole, from 0 to the limit (migration 0006, from any writer), and
+ * `formatPrice` writes what the restore reads back. The name and barcode alone are checked, as the
+ * whole row's check cost 3.2 s of a million products' 9.5 s export (these two: 0.6 s).
+ */
 function restoresAsIs(product: Product): boolean {
-  const checked = checkNewProduct({ name: product.name, barcode: product.barcode, price: formatPrice(product.priceCents) });
-  return checked.ok && checked.product.name === product.name && checked.product.barcode === product.barcode && checked.product.priceCents === product.priceCents;
+  return checkName(product.name) === product.name && barcodeProblems(product.barcode).length === 0;
 }
 
 async function* jsonLines(items: AsyncIterable<object>): AsyncGenerator<string> {
